@@ -1,0 +1,71 @@
+"""The declarative side: engines/*.toml, corpora/*.toml, found in the project
+directory (``$VERIFY_PROJECT``, else the current directory if it has an
+``engines/`` folder, else the checkout this package lives in).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from verify.errors import ConfigError
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def project_dir() -> Path:
+    env = os.environ.get("VERIFY_PROJECT")
+    if env:
+        return Path(env)
+    cwd = Path.cwd()
+    if (cwd / "engines").is_dir() or (cwd / "corpora").is_dir():
+        return cwd
+    return PACKAGE_ROOT
+
+
+def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Path]]:
+    found: dict[str, tuple[dict[str, Any], Path]] = {}
+    directory = project_dir() / folder
+    for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        for name, body in doc.get(table, {}).items():
+            if name in found:
+                raise ConfigError(f"{path}: {table} '{name}' is already defined in {found[name][1]}")
+            if not isinstance(body, dict):
+                raise ConfigError(f"{path}: [{table}.{name}] must be a table")
+            found[name] = (body, path)
+    return found
+
+
+@lru_cache(maxsize=None)
+def named_engines() -> dict:
+    from verify.engines.registry import EngineSpec
+
+    specs = {}
+    for name, (body, path) in _load_tables("engines", "engine").items():
+        if "adapter" not in body or "target" not in body:
+            raise ConfigError(f"{path}: [engine.{name}] needs 'adapter' and 'target'")
+        specs[name] = EngineSpec(body["adapter"], str(body["target"]), dict(body.get("options", {})), name)
+    return specs
+
+
+@lru_cache(maxsize=None)
+def named_corpora() -> dict[str, dict[str, Any]]:
+    return {name: dict(body, _file=str(path)) for name, (body, path) in _load_tables("corpora", "corpus").items()}
+
+
+@lru_cache(maxsize=None)
+def run_defaults() -> dict[str, Any]:
+    path = project_dir() / "engines" / "defaults.toml"
+    if not path.is_file():
+        return {"reference": "tiktoken:cl100k_base", "candidates": ["hf:cl100k_base"], "corpus": "default"}
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get("defaults", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc

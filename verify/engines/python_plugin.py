@@ -1,0 +1,54 @@
+"""The simplest plugin: ``python:MODULE:ATTR``.
+
+``ATTR`` is a zero-argument callable returning any object with
+``encode_batch(texts: list[str]) -> list[sequence of int]`` (lists or NumPy
+arrays) and optionally a ``name`` attribute. Such an engine receives plain text
+only: it is never asked to emit special tokens, so samples with an
+``allow_special=True`` segment are skipped for it (and counted as skipped).
+
+An object that also has ``encode_segments(segments: list[tuple[str, bool]])``
+and sets ``supports_special = True`` is driven with segments instead.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+
+
+def load_factory(target: str):
+    module_name, sep, attr = target.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise ConfigError(f"python engine spec needs MODULE:ATTR, got '{target}'")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import engine module '{module_name}': {exc}") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ConfigError(f"'{target}': {attr} is not a callable in {module_name}")
+    return factory
+
+
+class PythonPluginEngine(Adapter):
+    adapter_name = "python"
+    package = None
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        self.engine = load_factory(target)()
+        if not callable(getattr(self.engine, "encode_batch", None)):
+            raise ConfigError(f"'{target}' returned {type(self.engine).__name__}, which has no encode_batch(texts)")
+        self.name = getattr(self.engine, "name", None) or target
+        if getattr(self.engine, "supports_special", False) and callable(getattr(self.engine, "encode_segments", None)):
+            # Declared by the plugin itself; an instance attribute shadows the class default.
+            self.capabilities = Capabilities(special_tokens=True, segments=True, decode=False)
+
+    def encode_texts(self, texts, allow_special):
+        return [as_token_array(ids) for ids in self.engine.encode_batch(list(texts))]
+
+    def encode_segments(self, segments):
+        return as_token_array(self.engine.encode_segments([(s.text, s.allow_special) for s in segments]))

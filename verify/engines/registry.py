@@ -1,0 +1,107 @@
+"""Adapter registry: name -> dotted path + the module it needs + install hint.
+
+Imported lazily, like fsspec's registry: listing adapters never imports an
+engine. Third parties register through the ``verify.engines`` entry-point group
+(``name = "pkg.module:Class"``); a third-party name that collides with a
+built-in one is refused, never silently overriding it.
+
+Engine specs:
+  ADAPTER:TARGET[?opt=value&opt=value]   e.g. tiktoken:cl100k_base, hf:path/tokenizer.json
+  NAME                                   a named spec from engines/*.toml
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from typing import Any
+from urllib.parse import parse_qsl
+
+from verify.engines.registry_entry import AdapterEntry
+from verify.engines.thirdparty import THIRD_PARTY_ADAPTERS
+from verify.errors import ConfigError, UnknownEngineError
+
+ENTRY_POINT_GROUP = "verify.engines"
+
+
+BUILTIN_ADAPTERS: dict[str, AdapterEntry] = {
+    e.name: e
+    for e in [
+        AdapterEntry("tiktoken", "verify.engines.tiktoken_engine:TiktokenEngine", "tiktoken",
+                     "pip install tiktoken", "OpenAI tiktoken (reference)"),
+        AdapterEntry("hf", "verify.engines.hf_engine:HFEngine", "tokenizers",
+                     "pip install tokenizers", "HuggingFace tokenizers (reference)"),
+        AdapterEntry("python", "verify.engines.python_plugin:PythonPluginEngine", None,
+                     "", "your own engine: python:MODULE:ATTR, ATTR() returns an object with encode_batch"),
+    ]
+    + THIRD_PARTY_ADAPTERS
+}
+
+
+@lru_cache(maxsize=1)
+def adapters() -> dict[str, AdapterEntry]:
+    table = dict(BUILTIN_ADAPTERS)
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in table:
+            raise ConfigError(
+                f"entry point '{ep.name}' from {ep.dist.name if ep.dist else '?'} would override the "
+                f"{table[ep.name].origin} adapter '{ep.name}'; rename it"
+            )
+        dist = ep.dist.name if ep.dist else "unknown"
+        table[ep.name] = AdapterEntry(ep.name, ep.value, None, f"pip install {dist}", f"from {dist}", dist)
+    return table
+
+
+def list_adapters() -> list[AdapterEntry]:
+    return sorted(adapters().values(), key=lambda e: e.name)
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    adapter: str
+    target: str
+    options: dict[str, Any]
+    text: str  # how the user wrote it (or the named spec's name)
+
+
+def parse_spec(text: str) -> EngineSpec:
+    from verify.config import named_engines
+
+    named = named_engines()
+    if text in named:
+        return named[text]
+    adapter, sep, rest = text.partition(":")
+    if not sep:
+        known = ", ".join(sorted(named)) or "none"
+        raise UnknownEngineError(
+            f"unknown engine '{text}': use ADAPTER:VOCAB (adapters: {', '.join(adapters())}) "
+            f"or a named engine (known: {known})"
+        )
+    target, _, query = rest.partition("?")
+    options = {k: _option_value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    return EngineSpec(adapter, target, options, text)
+
+
+def _option_value(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
+
+
+def build_engine(spec: str | EngineSpec):
+    """Instantiate the engine a spec names. Raises typed errors for anything wrong."""
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    entry = adapters().get(parsed.adapter)
+    if entry is None:
+        raise UnknownEngineError(
+            f"unknown engine adapter '{parsed.adapter}' in '{parsed.text}' (adapters: {', '.join(adapters())})"
+        )
+    cls = entry.load()
+    if not parsed.target:
+        raise ConfigError(f"engine spec '{parsed.text}' names no vocabulary or target after '{parsed.adapter}:'")
+    return cls(parsed.target, parsed.options, spec=parsed.text)

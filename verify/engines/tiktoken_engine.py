@@ -1,0 +1,35 @@
+"""Adapter for OpenAI's ``tiktoken`` (a reference engine).
+
+Spec: ``tiktoken:cl100k_base`` or ``tiktoken:/path/ranks.tiktoken?encoding=cl100k_base``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
+from verify.vocab.resolver import resolve_vocab
+from verify.vocab.tiktoken_family import build_encoding
+
+
+class TiktokenEngine(Adapter):
+    adapter_name = "tiktoken"
+    package = "tiktoken"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        vocab = resolve_vocab(target)
+        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+        self.encoding = build_encoding(vocab, self.options.get("encoding"))
+        self._special_bytes = {i: s.encode() for s, i in self.encoding._special_tokens.items()}
+
+    def encode_texts(self, texts, allow_special):
+        if allow_special:
+            batch = self.encoding.encode_batch(texts, allowed_special="all", num_threads=1)
+        else:
+            batch = self.encoding.encode_ordinary_batch(texts, num_threads=1)
+        return [np.asarray(ids, dtype=TOKEN_DTYPE) for ids in batch]
+
+    def token_bytes(self, ids):
+        return [self.encoding.decode_single_token_bytes(int(i)) for i in ids]

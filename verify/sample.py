@@ -1,0 +1,56 @@
+"""The sample model: what every source produces and every engine consumes.
+
+A sample is an ordered list of typed segments. ``allow_special=True`` means the
+segment may produce special / control tokens; ``False`` means any control-token
+look-alike inside it must be encoded as ordinary text. The reference result of a
+sample is the concatenation of the per-segment encodes under that rule
+(see docs/segments.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    text: str
+    allow_special: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """``id`` lets a user find the input again: the record's id, or file:line / file:row."""
+
+    id: str
+    segments: tuple[Segment, ...]
+
+    @classmethod
+    def plain(cls, sample_id: str, text: str) -> "Sample":
+        return cls(sample_id, (Segment(text, False),))
+
+    @classmethod
+    def from_segments(cls, sample_id: str, segments: Iterable[tuple[str, bool] | Segment]) -> "Sample":
+        segs = tuple(s if isinstance(s, Segment) else Segment(s[0], bool(s[1])) for s in segments)
+        return cls(sample_id, segs)
+
+    @property
+    def text(self) -> str:
+        if len(self.segments) == 1:
+            return self.segments[0].text
+        return "".join(s.text for s in self.segments)
+
+    @property
+    def is_plain(self) -> bool:
+        return all(not s.allow_special for s in self.segments)
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "segments": [[s.text, s.allow_special] for s in self.segments],
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Sample":
+        return cls.from_segments(obj["id"], [(t, a) for t, a in obj["segments"]])
