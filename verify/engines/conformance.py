@@ -1,0 +1,102 @@
+"""The conformance suite every adapter passes (fsspec's tests/abstract pattern).
+
+In a test module::
+
+    from verify.engines.conformance import EngineConformance
+
+    class TestMyEngine(EngineConformance):
+        @pytest.fixture(scope="class")
+        def engine(self):
+            return build_engine("myadapter:cl100k_base")
+
+Third-party adapter packages can run the same suite against their engines.
+The suite checks the protocol, not agreement with a reference (the harness
+itself does that); ``reference_spec`` may name a reference to compare a few
+easy texts against.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from verify.engines.base import TOKEN_DTYPE, Capabilities, EngineIdentity
+from verify.sample import Sample
+
+CONFORMANCE_TEXTS = [
+    "",
+    "hello world",
+    "Hello, World! 12345 6789",
+    "  leading and trailing  ",
+    "line one\nline two\r\nline three\n\n",
+    "naïve café déjà vu",
+    "日本語 中文 한국어 русский ελληνικά العربية",
+    "emoji 👍🏽 family 👨‍👩‍👧",
+    "def f(x):\n\treturn x ** 2\n",
+]
+
+
+class EngineConformance:
+    """Mixin: subclasses provide an ``engine`` fixture."""
+
+    reference_spec: str | None = None
+
+    def test_declares_capabilities_as_data(self, engine):
+        assert isinstance(engine.capabilities, Capabilities)
+        assert engine.capabilities.device in ("cpu", "gpu")
+        assert isinstance(engine.spec, str) and engine.spec
+
+    def test_returns_one_uint32_array_per_sample(self, engine):
+        samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS)]
+        out = engine.encode_batch(samples)
+        assert len(out) == len(samples)
+        for ids in out:
+            assert isinstance(ids, np.ndarray) and ids.dtype == TOKEN_DTYPE and ids.ndim == 1
+
+    def test_empty_text_gives_no_tokens(self, engine):
+        assert engine.encode_batch([Sample.plain("e", "")])[0].size == 0
+
+    def test_nonempty_text_gives_tokens(self, engine):
+        assert all(ids.size > 0 for ids in engine.encode_batch([Sample.plain("h", t) for t in CONFORMANCE_TEXTS[1:]]))
+
+    def test_batch_equals_single_calls(self, engine):
+        samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS)]
+        batched = engine.encode_batch(samples)
+        for sample, ids in zip(samples, batched):
+            np.testing.assert_array_equal(engine.encode_batch([sample])[0], ids)
+
+    def test_deterministic(self, engine):
+        samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS)]
+        for a, b in zip(engine.encode_batch(samples), engine.encode_batch(samples)):
+            np.testing.assert_array_equal(a, b)
+
+    def test_plain_segments_concatenate(self, engine):
+        parts = ["first part, ", "second part"]
+        joined = engine.encode_batch([Sample.from_segments("s", [(p, False) for p in parts])])[0]
+        separate = [engine.encode_batch([Sample.plain("p", p)])[0] for p in parts]
+        np.testing.assert_array_equal(joined, np.concatenate(separate))
+
+    def test_decode_covers_the_text(self, engine):
+        if not engine.capabilities.decode:
+            pytest.skip("engine declares no decode")
+        for text in CONFORMANCE_TEXTS:
+            ids = engine.encode_batch([Sample.plain("d", text)])[0]
+            pieces = engine.token_bytes(ids)
+            assert len(pieces) == len(ids)
+            assert all(isinstance(p, bytes) for p in pieces)
+
+    def test_identity_is_complete(self, engine):
+        ident = engine.identity()
+        assert isinstance(ident, EngineIdentity)
+        assert ident.spec == engine.spec and ident.adapter
+        assert ident.fingerprint and ident.fingerprint == engine.identity().fingerprint
+
+    def test_agrees_with_reference_on_easy_text(self, engine):
+        if not self.reference_spec:
+            pytest.skip("no reference named for this engine")
+        from verify.engines import build_engine
+
+        reference = build_engine(self.reference_spec)
+        samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS[1:6])]
+        for a, b in zip(reference.encode_batch(samples), engine.encode_batch(samples)):
+            np.testing.assert_array_equal(a, b)
