@@ -76,6 +76,8 @@ class Engine(Protocol):
 
     def identity(self) -> EngineIdentity: ...
 
+    def close(self) -> None: ...
+
 
 # Fixed probe texts: the fingerprint is the hash of their encodings, so two runs
 # whose engines load different tables or options get different fingerprints.
@@ -194,6 +196,9 @@ class Adapter:
             options=self.options,
             fingerprint=self.fingerprint(),
         )
+
+    def close(self) -> None:
+        """Release processes, sockets or device memory the engine holds."""
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}>"

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
-
-from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
+from verify.engines.base import Adapter, Capabilities, as_token_array
 
 FAKE_SPECIALS = {"<|endoftext|>": 256, "<|sep|>": 257}
 
@@ -44,7 +42,7 @@ class FakeEngine(Adapter):
         self.vocab_name = "fake-bytes"
 
     def encode_texts(self, texts, allow_special):
-        return [np.asarray(self._encode(t, allow_special), dtype=TOKEN_DTYPE) for t in texts]
+        return [as_token_array(self._encode(t, allow_special)) for t in texts]
 
     def token_bytes(self, ids):
         specials = {v: k.encode() for k, v in FAKE_SPECIALS.items()}

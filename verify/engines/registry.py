@@ -34,6 +34,10 @@ BUILTIN_ADAPTERS: dict[str, AdapterEntry] = {
                      "pip install tokenizers", "HuggingFace tokenizers (reference)"),
         AdapterEntry("python", "verify.engines.python_plugin:PythonPluginEngine", None,
                      "", "your own engine: python:MODULE:ATTR, ATTR() returns an object with encode_batch"),
+        AdapterEntry("subprocess", "verify.engines.subprocess_engine:SubprocessEngine", None,
+                     "", "an engine process speaking verify-tokenize/1 JSON lines: subprocess:COMMAND"),
+        AdapterEntry("http", "verify.engines.http_engine:HTTPEngine", None,
+                     "", "a running vLLM/SGLang /tokenize endpoint: http://HOST:PORT?api=vllm|sglang&model=NAME"),
     ]
     + THIRD_PARTY_ADAPTERS
 }

@@ -26,3 +26,19 @@ class AdapterEntry:
             raise EngineUnavailableError(f"engine adapter '{self.name}' needs {self.requires}: {self.install_hint}")
         module_name, _, attr = self.target.partition(":")
         return getattr(importlib.import_module(module_name), attr)
+
+
+def describe_adapter(entry: AdapterEntry) -> str:
+    """One block of `verify engines` output. Imports the adapter only when installed."""
+    from verify.engines.base import package_version
+
+    if not entry.installed():
+        return f"{entry.name:16} not installed  ({entry.install_hint})  {entry.summary}"
+    cls = entry.load()
+    caps = ", ".join(f"{k}={v}" for k, v in cls.capabilities.as_dict().items() if v not in (False, None))
+    version = package_version(cls.package) or "-"
+    offline = getattr(importlib.import_module(cls.__module__), "OFFLINE_VOCABS", None)
+    line = f"{entry.name:16} {cls.package or entry.origin} {version}  [{caps}]  {entry.summary}"
+    if offline is not None:
+        line += f"\n{'':16} offline vocabularies here: {', '.join(offline) or 'none (hub only)'}"
+    return line

@@ -11,10 +11,11 @@ lowest-rank-first merge order.
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2
 
 
 @lru_cache(maxsize=1)
@@ -54,6 +55,15 @@ def derive_merges(ranks: dict[bytes, int]) -> list[tuple[bytes, bytes]]:
     return [(left, right) for _, _, _, left, right in merges]
 
 
+def onig_pattern(pat_str: str) -> str:
+    """Translate a tiktoken (fancy-regex) split pattern to Oniguruma, which
+    tokenizers uses. In Oniguruma's Ruby syntax ``{m,n}+`` is NOT possessive: it
+    repeats the interval, so ``\\p{N}{1,3}+`` would glue a whole digit run into one
+    piece. A plain ``{m,n}`` as the last item of a top-level alternative matches
+    exactly what the possessive form matches, so the ``+`` is dropped."""
+    return re.sub(r"(\{\d+(?:,\d*)?\})\+", r"\1", pat_str)
+
+
 def tokenizer_json(pat_str: str, ranks: dict[bytes, int], special_tokens: dict[str, int]) -> str:
     vocab = {token_to_str(tok): rank for tok, rank in ranks.items()}
     # Special tokens must also live in the model vocabulary: added tokens absent
@@ -74,7 +84,7 @@ def tokenizer_json(pat_str: str, ranks: dict[bytes, int], special_tokens: dict[s
         "pre_tokenizer": {
             "type": "Sequence",
             "pretokenizers": [
-                {"type": "Split", "pattern": {"Regex": pat_str}, "behavior": "Isolated", "invert": False},
+                {"type": "Split", "pattern": {"Regex": onig_pattern(pat_str)}, "behavior": "Isolated", "invert": False},
                 {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False, "use_regex": False},
             ],
         },

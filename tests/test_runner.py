@@ -1,0 +1,121 @@
+"""The run loop against planted-bug engines: exact locations, accounting, inputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from verify.engines import build_engine
+from verify.engines.fake import FakeEngine
+from verify.executors import LocalExecutor
+from verify.findings import INLINE_INPUT_LIMIT, SCHEMA, FindingWriter
+from verify.runner import STATES, Run
+from verify.sample import Sample
+
+from planted import RaisesOn, ReplacesTokenAt, ZeroesNonAscii
+
+
+def run_engines(tmp_path, reference, candidates, samples):
+    writer = FindingWriter(tmp_path)
+    run = Run(LocalExecutor(reference), [LocalExecutor(c) for c in candidates], writer, source_name="test")
+    run.process(list(samples))
+    writer.close()
+    records = [json.loads(line) for line in (tmp_path / "divergences.jsonl").read_text().splitlines()]
+    return run.counts, records
+
+
+def test_equal_engines_verify_every_sample(tmp_path):
+    samples = [Sample.plain(f"s{i}", t) for i, t in enumerate(["a", "bé", "", "日本"])]
+    counts, records = run_engines(tmp_path, FakeEngine(), [FakeEngine(spec="fake:copy")], samples)
+    assert records == []
+    assert counts.states["verified"] == counts.samples == 4
+
+
+def test_divergence_is_located_exactly(tmp_path):
+    text = "hello wörld"  # 'ö' starts at byte 7, char 7
+    counts, records = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii()], [Sample.plain("s1", text)])
+    assert counts.states["diverged"] == 1 and len(records) == 1
+    r = records[0]
+    assert r["schema"] == SCHEMA and r["kind"] == "ids"
+    assert r["engine"] == "planted:zeroes-non-ascii" and r["reference"] == "fake:bytes"
+    assert (r["token_index"], r["byte_offset"], r["char_offset"]) == (7, 7, 7)
+    assert r["offsets_exact"] is True
+    assert r["context"] == {"before": "hello w", "after": "örld"}
+    assert r["expected"]["ids"][r["token_index"] - r["expected"]["start"]] == 0xC3
+    assert r["actual"]["ids"][r["token_index"] - r["actual"]["start"]] == 0
+    assert r["expected_len"] == r["actual_len"] == len(text.encode())
+    assert r["input"] == [[text, False]] and r["sample_id"] == "s1"
+
+
+def test_divergence_offset_in_a_real_bpe_vocabulary(tmp_path, tiny_spec):
+    reference = build_engine(tiny_spec)
+    candidate = ReplacesTokenAt(reference.tokenizer, "words")
+    text = "naïve café: repeated words here"
+    enc = reference.tokenizer.encode(text, add_special_tokens=False)
+    want_index = next(i for i, (start, _) in enumerate(enc.offsets) if start >= text.find("words"))
+    want_char = enc.offsets[want_index][0]
+    _, records = run_engines(tmp_path, reference, [candidate], [Sample.plain("x", text)])
+    assert len(records) == 1
+    r = records[0]
+    assert r["token_index"] == want_index
+    assert r["char_offset"] == want_char
+    assert r["byte_offset"] == len(text[:want_char].encode())
+
+
+def test_an_exception_is_an_error_finding_with_its_input(tmp_path):
+    samples = [Sample.plain(f"s{i}", f"text {i}") for i in range(5)] + [Sample.plain("bad", "a boom here")]
+    counts, records = run_engines(tmp_path, FakeEngine(), [RaisesOn("boom")], samples)
+    assert counts.states["verified"] == 5 and counts.states["error"] == 1
+    assert [r["kind"] for r in records] == ["error"]
+    assert records[0]["sample_id"] == "bad" and records[0]["input"] == [["a boom here", False]]
+    assert "planted failure" in records[0]["error"]["message"]
+
+
+def test_a_failing_reference_leaves_the_sample_unverified(tmp_path):
+    counts, records = run_engines(tmp_path, RaisesOn("x"), [FakeEngine()], [Sample.plain("s", "x")])
+    assert counts.states["verified"] == 0 and counts.states["error"] == 1
+    assert records[0]["engine"] == "planted:raises-on-x"
+    assert counts.per_engine["fake:bytes"]["verified"] == 0
+
+
+def test_special_segments_are_skipped_not_verified_for_engines_without_special_support(tmp_path, plugin_dir):
+    (plugin_dir / "bytes_plugin.py").write_text(
+        "class E:\n    def encode_batch(self, texts):\n        return [list(t.encode()) for t in texts]\n"
+        "def make():\n    return E()\n")
+    plugin = build_engine("python:bytes_plugin:make")
+    samples = [Sample.plain("plain", "abc"), Sample.from_segments("chat", [("hi", False), ("<|sep|>", True)])]
+    counts, records = run_engines(tmp_path, FakeEngine(), [plugin], samples)
+    assert counts.states == {**dict.fromkeys(STATES, 0), "verified": 1, "skipped": 1}
+    assert records == []
+
+
+def test_every_sample_is_counted_exactly_once(tmp_path):
+    samples = [Sample.plain(f"s{i}", t) for i, t in enumerate(["ok", "é", "boom", "fine", "ü boom"])]
+    counts, _ = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii(), RaisesOn("boom")], samples)
+    assert sum(counts.states.values()) == counts.samples == 5
+    assert counts.states["error"] == 2 and counts.states["diverged"] == 1 and counts.states["verified"] == 2
+    for spec, tally in counts.per_engine.items():
+        assert sum(tally.values()) == 5, spec
+
+
+def test_a_large_input_is_stored_beside_the_record(tmp_path):
+    text = "a" * (INLINE_INPUT_LIMIT + 10) + "é"
+    _, records = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii()], [Sample.plain("big", text)])
+    r = records[0]
+    assert "input" not in r
+    stored = json.loads((tmp_path / r["input_file"]).read_text())
+    assert stored["segments"] == [[text, False]]
+    assert r["byte_offset"] == INLINE_INPUT_LIMIT + 10
+
+
+def test_segmented_samples_concatenate_per_segment_encodes(tmp_path):
+    sample = Sample.from_segments("chat", [("<|sep|>", True), ("user <|sep|>", False)])
+    ids = FakeEngine().encode_batch([sample])[0]
+    assert ids.tolist() == [257] + list(b"user <|sep|>")
+
+
+@pytest.mark.parametrize("bad", [[-1], [2**32], [1.5]])
+def test_invalid_ids_from_an_engine_are_errors(tmp_path, bad):
+    engine = FakeEngine(spec="fake:bad", encode=lambda t, a: bad)
+    counts, records = run_engines(tmp_path, FakeEngine(), [engine], [Sample.plain("s", "x")])
+    assert counts.states["error"] == 1 and records[0]["kind"] == "error"

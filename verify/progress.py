@@ -1,0 +1,52 @@
+"""Live progress on stderr (only when stderr is a terminal)."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class NullProgress:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, counts) -> None:
+        pass
+
+
+class TerminalProgress(NullProgress):
+    def __init__(self, label: str):
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                  console=Console(stderr=True), transient=False)
+        self._task = self._progress.add_task(label)
+        self._label = label
+        self._start = time.monotonic()
+
+    def __enter__(self):
+        self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._progress.__exit__(*exc)
+
+    def update(self, counts) -> None:
+        elapsed = max(time.monotonic() - self._start, 1e-9)
+        problems = counts.states["diverged"] + counts.states["error"] + counts.states["crash"] + counts.states["timeout"]
+        self._progress.update(
+            self._task,
+            description=(f"{self._label}  {counts.samples:,} samples  {counts.samples / elapsed:,.0f}/s  "
+                         f"{counts.bytes / elapsed / 1e6:,.2f} MB/s  "
+                         f"[{'red' if problems else 'green'}]{problems} failing[/]  {counts.findings} findings"),
+        )
+
+
+def progress_for(label: str, enabled: bool | None = None):
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    return TerminalProgress(label) if enabled else NullProgress()

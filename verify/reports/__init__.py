@@ -1,0 +1,1 @@
+"""Report writers: manifest.json, summary.md (and later JUnit / HTML)."""
