@@ -14,6 +14,7 @@ a model name is sent, on the served one (vLLM answers 404 to an unknown model).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import ipaddress
 import json
@@ -93,7 +94,7 @@ class TokenizeServer(ThreadingHTTPServer):
             raise ValueError(f"the test server binds loopback addresses only, not {host}")
         self.reference = build_engine(reference_spec)
         self.model = model
-        self.requests: list[tuple[str, bytes]] = []
+        self.requests: collections.deque[tuple[str, bytes]] = collections.deque(maxlen=1000)  # bounded log
         super().__init__((host, 0), _Handler)
 
     def encode(self, texts: list[str]) -> list[list[int]]:

@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
     run.add_argument("--batch-size", type=int, default=64, metavar="N")
     run.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+    run.add_argument("--in-process", action="store_true",
+                     help="run engines inside this process (faster start; a crash or hang ends the run)")
+    run.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                     help="per-sample timeout in seconds for isolated engines (default %(default)s)")
+    run.add_argument("--memory-limit-mb", type=int, metavar="MB",
+                     help="address-space limit for each engine worker")
 
     sub.add_parser("engines", help="list engine adapters, whether installed, capabilities")
 
@@ -71,6 +77,8 @@ def cmd_run(args) -> int:
     defaults = run_defaults()
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
     opts = RunOptions(
@@ -80,6 +88,7 @@ def cmd_run(args) -> int:
         out=args.out or _default_out(),
         text_field=args.text_field, id_field=args.id_field, limit=args.limit, batch_size=args.batch_size,
         progress=False if args.no_progress else None, argv=sys.argv[1:],
+        isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,
     )
     result = run_job(opts)
     c = result.counts

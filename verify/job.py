@@ -14,6 +14,7 @@ from verify.corpus import open_corpus
 from verify.engines import build_engine
 from verify.errors import CorpusError, UsageError, VerifyError
 from verify.executors import LocalExecutor
+from verify.executors.isolated import DEFAULT_TIMEOUT_S, IsolatedExecutor
 from verify.findings import FindingWriter
 from verify.progress import progress_for
 from verify.reports.manifest import build_manifest, write_manifest
@@ -34,6 +35,9 @@ class RunOptions:
     limit: int | None = None
     batch_size: int = 64
     progress: bool | None = None
+    isolate: bool = True
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_limit_mb: int | None = None
     argv: list[str] = field(default_factory=list)
 
 
@@ -44,15 +48,31 @@ class RunResult:
     manifest: dict
 
 
+def start_executors(opts: RunOptions) -> list:
+    """Reference first. Isolated by default: each engine in its own worker process."""
+    specs = [opts.reference, *opts.candidates]
+    if not opts.isolate:
+        return [LocalExecutor(build_engine(spec)) for spec in specs]
+    started: list = []
+    try:
+        for spec in specs:
+            started.append(IsolatedExecutor(spec, timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb))
+    except BaseException:
+        for ex in started:
+            ex.close()
+        raise
+    return started
+
+
 def run_job(opts: RunOptions) -> RunResult:
     if not opts.candidates:
         raise UsageError("no candidate engine: pass --candidate SPEC")
     if opts.reference in opts.candidates:
         raise UsageError(f"'{opts.reference}' is both the reference and a candidate")
     sources = [open_corpus(c, opts.text_field, opts.id_field) for c in opts.corpora]
-    reference = LocalExecutor(build_engine(opts.reference))
-    candidates = [LocalExecutor(build_engine(spec)) for spec in opts.candidates]
-    identities = [reference.identity().as_dict()] + [c.identity().as_dict() for c in candidates]
+    executors = start_executors(opts)
+    reference, candidates = executors[0], executors[1:]
+    identities = [ex.identity().as_dict() for ex in executors]
 
     opts.out.mkdir(parents=True, exist_ok=True)
     writer = FindingWriter(opts.out)
@@ -78,12 +98,14 @@ def run_job(opts: RunOptions) -> RunResult:
         failure = exc
     finally:
         writer.close()
-        for ex in [reference, *candidates]:
+        for ex in executors:
             ex.close()
     manifest = build_manifest(
         argv=opts.argv, reference=identities[0], candidates=identities[1:],
         sources=[s.describe() for s in sources], counts=run.counts.as_dict(),
         started=started, finished=time.time(), interrupted=interrupted,
+        engine_notes={ex.spec: {"isolated": opts.isolate, "worker_restarts": ex.restarts}
+                      for ex in executors},
     )
     if failure is not None:
         manifest["aborted"] = str(failure)

@@ -81,20 +81,23 @@ class Run:
             self.counts.per_engine[ex.spec] = dict.fromkeys(STATES, 0)
         self.started = time.time()
 
-    def _outcomes(self, executor, batch: list[Sample]) -> list:
-        runnable = [i for i, s in enumerate(batch) if executor.capabilities.special_tokens or not needs_special(s)]
-        out: list = [SKIPPED] * len(batch)
-        if runnable:
-            results = executor.encode([batch[i] for i in runnable])
-            for i, result in zip(runnable, results):
-                out[i] = result
-        return out
-
     def process(self, batch: list[Sample]) -> None:
-        ref_out = self._outcomes(self.reference, batch)
-        cand_out = [self._outcomes(c, batch) for c in self.candidates]
+        executors = [self.reference, *self.candidates]
+        runnable = [[i for i, s in enumerate(batch) if ex.capabilities.special_tokens or not needs_special(s)]
+                    for ex in executors]
+        # Submit to every engine first, then collect: isolated workers run in parallel.
+        for ex, indices in zip(executors, runnable):
+            if indices:
+                ex.submit([batch[i] for i in indices])
+        outcomes: list[list] = []
+        for ex, indices in zip(executors, runnable):
+            out: list = [SKIPPED] * len(batch)
+            if indices:
+                for i, result in zip(indices, ex.collect()):
+                    out[i] = result
+            outcomes.append(out)
         for i, sample in enumerate(batch):
-            self._account(sample, ref_out[i], [c[i] for c in cand_out])
+            self._account(sample, outcomes[0][i], [o[i] for o in outcomes[1:]])
 
     def _account(self, sample: Sample, ref: object, cands: list) -> None:
         c = self.counts

@@ -6,7 +6,8 @@ In a test module::
 
     class TestMyEngine(EngineConformance):
         @pytest.fixture(scope="class")
-        def engine(self):
+        @classmethod
+        def engine(cls):
             return build_engine("myadapter:cl100k_base")
 
 Third-party adapter packages can run the same suite against their engines.

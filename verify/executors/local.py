@@ -25,6 +25,15 @@ class LocalExecutor:
         self.engine = engine
         self.spec = engine.spec
         self.capabilities = engine.capabilities
+        self._pending: list[Sample] = []
+        self.restarts = 0  # never restarted: a crash here ends the run
+
+    def submit(self, samples: Sequence[Sample]) -> None:
+        self._pending = list(samples)
+
+    def collect(self) -> list[Outcome]:
+        samples, self._pending = self._pending, []
+        return self.encode(samples)
 
     def encode(self, samples: Sequence[Sample]) -> list[Outcome]:
         try:

@@ -1,0 +1,106 @@
+"""Engines that segfault, abort, hang, leak or raise: each is one finding carrying
+its input, the worker is restarted and every other sample is still verified."""
+
+import json
+
+import pytest
+
+from conftest import run_cli
+
+PLANTED = '''
+import ctypes, os, time
+
+class Engine:
+    def __init__(self, trigger, action):
+        self.trigger, self.action = trigger, action
+    def encode_batch(self, texts):
+        for t in texts:
+            if self.trigger in t:
+                self.action()
+        return [list(t.encode()) for t in texts]
+
+def _segfault():
+    ctypes.string_at(0)
+
+def _hang():
+    time.sleep(3600)
+
+def _leak():
+    hog = []
+    while True:
+        hog.append(bytearray(64 << 20))
+
+def _raise():
+    raise RuntimeError("planted exception")
+
+def bytes_engine():
+    return Engine("\\x00never", None)
+
+def segfaults():
+    return Engine("TRIGGER", _segfault)
+
+def aborts():
+    return Engine("TRIGGER", os.abort)
+
+def hangs():
+    return Engine("TRIGGER", _hang)
+
+def leaks():
+    return Engine("TRIGGER", _leak)
+
+def raises():
+    return Engine("TRIGGER", _raise)
+'''
+
+
+@pytest.fixture
+def planted(plugin_dir):
+    (plugin_dir / "planted_engines.py").write_text(PLANTED)
+    return "python:planted_engines"
+
+
+@pytest.fixture
+def corpus(write_jsonl):
+    texts = [f"ordinary text {i}" for i in range(10)]
+    texts[6] = "this one has the TRIGGER inside"
+    return write_jsonl([{"id": f"d{i}", "text": t} for i, t in enumerate(texts)])
+
+
+@pytest.mark.parametrize("factory, kind, extra", [
+    ("segfaults", "crash", []),
+    ("aborts", "crash", []),
+    ("hangs", "timeout", ["--timeout", "3"]),
+    ("leaks", None, ["--memory-limit-mb", "1024"]),
+    ("raises", "error", []),
+])
+def test_one_finding_with_input_and_every_other_sample_verified(tmp_path, planted, corpus, factory, kind, extra):
+    out = tmp_path / "out"
+    proc = run_cli("run", "--reference", f"{planted}:bytes_engine", "--candidate", f"{planted}:{factory}",
+                   "--corpus", str(corpus), "--out", str(out), "--batch-size", "4", *extra)
+    assert proc.returncode == 1, proc.stderr
+    records = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
+    assert len(records) == 1, records
+    r = records[0]
+    # a leak ends as MemoryError (error) or as a kill by the limit (crash): either way one finding
+    assert r["kind"] == kind if kind else r["kind"] in ("error", "crash")
+    assert r["sample_id"] == "d6" and r["input"] == [["this one has the TRIGGER inside", False]]
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert counts["verified"] == 9 and counts["samples"] == 10
+    assert sum(counts[k] for k in ("verified", "diverged", "error", "crash", "timeout", "skipped")) == 10
+
+
+def test_a_crash_message_names_the_signal(tmp_path, planted, corpus):
+    out = tmp_path / "out"
+    run_cli("run", "--reference", f"{planted}:bytes_engine", "--candidate", f"{planted}:segfaults",
+            "--corpus", str(corpus), "--out", str(out))
+    (record,) = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
+    assert "SIGSEGV" in record["error"]["message"]
+    notes = json.loads((out / "manifest.json").read_text())["engine_notes"]
+    assert notes[f"{planted}:segfaults"]["worker_restarts"] >= 1
+
+
+def test_an_engine_that_fails_to_load_is_one_clear_line(tmp_path, planted, corpus):
+    proc = run_cli("run", "--reference", f"{planted}:bytes_engine", "--candidate", f"{planted}:nosuchfactory",
+                   "--corpus", str(corpus), "--out", str(tmp_path / "o"))
+    assert proc.returncode == 2
+    assert len(proc.stderr.strip().splitlines()) == 1 and "nosuchfactory" in proc.stderr

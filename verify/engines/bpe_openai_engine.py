@@ -1,0 +1,39 @@
+"""Adapter for ``bpe-openai`` (GitHub's ``bpe`` crate behind a tiktoken-like API).
+
+Specs: ``bpe-openai:cl100k_base | o200k_base``.
+
+The package bundles its own copies of the ranks (``bpe_openai/data``) and
+builds the encodings by name; it cannot load our resolver's files. Inputs of
+1,000,000 characters or more are refused by the package.
+"""
+
+from __future__ import annotations
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+
+# Loaded from the package's bundled data, not from our resolver's files.
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+class BpeOpenAIEngine(Adapter):
+    adapter_name = "bpe-openai"
+    package = "bpe-openai"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import bpe_openai
+
+        if target not in OFFLINE_VOCABS:
+            raise ConfigError(f"bpe-openai bundles only {', '.join(OFFLINE_VOCABS)}")
+        self.encoding = bpe_openai.build_encoding_from_name(target)
+        self.vocab_name = target  # the package's own copy; no hash of ours applies
+
+    def encode_texts(self, texts, allow_special):
+        if allow_special:
+            return [as_token_array(self.encoding.encode(t, allowed_special="all")) for t in texts]
+        return [as_token_array(self.encoding.encode_ordinary(t)) for t in texts]
+
+    def token_bytes(self, ids):
+        return [self.encoding.decode_single_token_bytes(int(i)) for i in ids]

@@ -1,0 +1,74 @@
+"""Adapter for ``gigatoken`` (fast byte-level / SentencePiece BPE).
+
+Specs:
+  gigatoken:cl100k_base | o200k_base          ``Tokenizer.from_tiktoken`` on our ranks file
+  gigatoken:deepseek-v3 | path/tokenizer.json a tokenizer.json
+  gigatoken:mistral-spm-v3 | mistral-spm-v1   ``Tokenizer.from_sentencepiece`` on a .model file
+  gigatoken:org/model                         the hub (needs a network)
+
+gigatoken always recognizes special tokens while encoding (its own tiktoken
+compatibility layer refuses ``encode_ordinary`` on text holding one), so
+``capabilities.special_tokens`` is False and ``allow_special`` is not honoured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.hf_engine import HUB_ID
+from verify.errors import ConfigError
+from verify.vocab.known import KNOWN_VOCABS
+from verify.vocab.resolver import resolve_vocab
+from verify.vocab.tiktoken_family import family_definition
+
+# p50k_base is refused by the engine ("ranks must be dense"); anthropic's NFKC
+# normalizer is unsupported.
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3", "mistral-spm-v1", "mistral-spm-v3")
+
+# tiktoken encoding name -> gigatoken pretokenizer scheme
+PRETOKENIZERS = {"cl100k_base": "cl100k", "o200k_base": "o200k", "p50k_base": "r50k", "r50k_base": "r50k",
+                 "gpt2": "gpt2"}
+
+
+class GigatokenEngine(Adapter):
+    adapter_name = "gigatoken"
+    package = "gigatoken"
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import gigatoken
+
+        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+            self.tokenizer = gigatoken.Tokenizer(target)  # needs a network
+            self.vocab_name = target
+        else:
+            vocab = resolve_vocab(target)
+            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+            if vocab.kind == "tiktoken":
+                name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
+                if not name:
+                    raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
+                scheme = self.options.get("pretokenizer") or PRETOKENIZERS.get(name)
+                if scheme is None:
+                    raise ConfigError(f"gigatoken has no pretokenizer for encoding '{name}'")
+                self.tokenizer = gigatoken.Tokenizer.from_tiktoken(
+                    str(vocab.path), pretokenizer=scheme, special_tokens=family_definition(name)["special_tokens"]
+                )
+            elif vocab.kind == "hf-json":
+                self.tokenizer = gigatoken.Tokenizer(str(vocab.path))
+            elif vocab.kind == "sentencepiece":
+                self.tokenizer = gigatoken.Tokenizer.from_sentencepiece(str(vocab.path))
+            else:
+                raise ConfigError(f"gigatoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+        self._vocab: dict[int, bytes] | None = None
+
+    def encode_texts(self, texts, allow_special):
+        # allow_special is not honoured (capabilities.special_tokens=False).
+        return [as_token_array(ids) for ids in self.tokenizer.encode_batch_list(list(texts), parallel=False)]
+
+    def token_bytes(self, ids):
+        if self._vocab is None:
+            self._vocab = self.tokenizer.vocab
+        return [self._vocab.get(int(i), b"") for i in ids]

@@ -1,0 +1,56 @@
+"""Adapter for ``kitoken`` (one engine for tiktoken, tokenizers, SentencePiece and Tekken files).
+
+Specs:
+  kitoken:cl100k_base | o200k_base | p50k_base   ``Kitoken.from_tiktoken_file`` (kitoken infers
+                                                  the split pattern and special tokens itself)
+  kitoken:deepseek-v3 | anthropic | path.json     ``Kitoken.from_tokenizers_file``
+  kitoken:mistral-spm-v1 | mistral-spm-v3         ``Kitoken.from_sentencepiece_file``
+  kitoken:tekken | tekken_240718                  ``Kitoken.from_tekken``
+
+``allow_special`` maps to ``encode_specials``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+from verify.vocab.resolver import resolve_vocab
+
+OFFLINE_VOCABS: tuple[str, ...] = (
+    "cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic",
+    "tekken", "tekken_240718", "mistral-spm-v1", "mistral-spm-v3",
+)
+
+
+class KitokenEngine(Adapter):
+    adapter_name = "kitoken"
+    package = "kitoken"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        from kitoken import Kitoken
+
+        vocab = resolve_vocab(target)
+        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+        path = str(vocab.path)
+        if vocab.kind == "tiktoken":
+            self.tokenizer = Kitoken.from_tiktoken_file(path)
+        elif vocab.kind == "hf-json":
+            self.tokenizer = Kitoken.from_tokenizers_file(path)
+        elif vocab.kind == "sentencepiece":
+            self.tokenizer = Kitoken.from_sentencepiece_file(path)
+        elif vocab.kind == "tekken-json":
+            self.tokenizer = Kitoken.from_tekken(Path(path).read_bytes())
+        else:
+            raise ConfigError(f"kitoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+
+    def encode_texts(self, texts, allow_special):
+        if not texts:
+            return []
+        return [as_token_array(ids) for ids in self.tokenizer.encode_all(list(texts), bool(allow_special))]
+
+    def token_bytes(self, ids):
+        return [bytes(self.tokenizer.decode([int(i)], True)) for i in ids]

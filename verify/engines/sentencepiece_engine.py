@@ -1,0 +1,50 @@
+"""Adapter for Google's ``sentencepiece``.
+
+Specs: ``sentencepiece:mistral-spm-v3 | mistral-spm-v1 | path/to/x.model``.
+
+No BOS/EOS are added. SentencePiece never parses control tokens (``<s>``,
+``[INST]``...) out of text, so ``capabilities.special_tokens`` is False.
+"""
+
+from __future__ import annotations
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+from verify.vocab.resolver import resolve_vocab
+
+OFFLINE_VOCABS: tuple[str, ...] = ("mistral-spm-v1", "mistral-spm-v3")
+
+
+class SentencePieceEngine(Adapter):
+    adapter_name = "sentencepiece"
+    package = "sentencepiece"
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import sentencepiece
+
+        vocab = resolve_vocab(target)
+        if vocab.kind != "sentencepiece":
+            raise ConfigError(f"sentencepiece cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+        self.processor = sentencepiece.SentencePieceProcessor(model_file=str(vocab.path))
+
+    def encode_texts(self, texts, allow_special):
+        if not texts:
+            return []
+        out = self.processor.encode(list(texts), out_type=int, add_bos=False, add_eos=False)
+        return [as_token_array(ids) for ids in out]
+
+    def token_bytes(self, ids):
+        sp = self.processor
+        out = []
+        for i in ids:
+            i = int(i)
+            if sp.is_byte(i):
+                out.append(bytes([int(sp.id_to_piece(i)[3:5], 16)]))  # "<0xAB>"
+            elif sp.is_control(i) or sp.is_unknown(i):
+                out.append(sp.id_to_piece(i).encode())
+            else:
+                out.append(sp.id_to_piece(i).replace("\u2581", " ").encode())
+        return out

@@ -1,0 +1,74 @@
+"""Adapter for ``wordchipper`` (OpenAI BPE encodings in Rust).
+
+Specs: ``wordchipper:cl100k_base | o200k_base | p50k_base``.
+
+wordchipper only loads its pretrained encodings, downloading the ranks into its
+cache (``WORDCHIPPER_CACHE_DIR``, else ``$XDG_CACHE_HOME`` or ``~/.cache``, then
+``io.crates.wordchipper/openai/NAME/NAME.tiktoken``). Offline, this adapter
+stages our hash-checked ranks file there first when the cache holds no copy
+(or an empty one), then checks the loaded vocabulary's size: wordchipper 0.9.2
+otherwise loads an empty or truncated cache file silently as a 256-token
+byte vocabulary.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+from verify.vocab.resolver import resolve_vocab
+from verify.vocab.tiktoken_family import load_ranks
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
+
+
+def wordchipper_cache_file(name: str) -> Path:
+    root = os.environ.get("WORDCHIPPER_CACHE_DIR")
+    if root:
+        base = Path(root)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "io.crates.wordchipper"
+    return base / "openai" / name / f"{name}.tiktoken"
+
+
+class WordchipperEngine(Adapter):
+    adapter_name = "wordchipper"
+    package = "wordchipper"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import wordchipper
+
+        if target not in OFFLINE_VOCABS:
+            raise ConfigError(f"wordchipper loads only its pretrained encodings ({', '.join(OFFLINE_VOCABS)})")
+        vocab = resolve_vocab(target)
+        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+        cached = wordchipper_cache_file(target)
+        if not cached.is_file() or cached.stat().st_size == 0:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".tmp{os.getpid()}")
+            shutil.copyfile(vocab.path, tmp)
+            os.replace(tmp, cached)
+        self.tokenizer = wordchipper.Tokenizer.from_pretrained(target)
+        expected = len(load_ranks(vocab))
+        if self.tokenizer.vocab_size != expected:
+            raise ConfigError(
+                f"wordchipper loaded {self.tokenizer.vocab_size} tokens for {target}, expected {expected}: "
+                f"its cached file {cached} is not the published vocabulary"
+            )
+        self._all = wordchipper.SpecialFilter.include_all()
+        self._none = wordchipper.SpecialFilter.include_none()
+
+    def encode_texts(self, texts, allow_special):
+        if not texts:
+            return []
+        flt = self._all if allow_special else self._none
+        return [as_token_array(ids) for ids in self.tokenizer.encode_batch(list(texts), special_filter=flt)]
+
+    def token_bytes(self, ids):
+        return [bytes(self.tokenizer.decode_bytes([int(i)])) for i in ids]

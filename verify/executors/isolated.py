@@ -1,0 +1,205 @@
+"""Run an engine in its own worker process, so that a segfault, abort, OOM kill
+or hang in the engine becomes a finding instead of ending the run.
+
+The worker builds the engine from its spec (engines need not pickle) and runs a
+``LocalExecutor``, so Python exceptions are attributed per sample inside it.
+When a batch crashes the worker or passes its deadline, the worker is replaced
+and the batch re-run one sample at a time to find the sample(s) responsible:
+each gets a ``crash`` or ``timeout`` failure, every other sample its ids.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import signal
+import tempfile
+import time
+from typing import Sequence
+
+import numpy as np
+
+from verify.engines.base import Capabilities, EngineIdentity
+from verify.errors import VerifyError
+from verify.findings import Failure
+from verify.sample import Sample
+
+DEFAULT_TIMEOUT_S = 60.0
+STDERR_TAIL = 2000
+
+
+def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None) -> None:
+    fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.dup2(fd, 2)
+    if memory_limit_mb:
+        import resource
+
+        limit = memory_limit_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from verify.engines import build_engine
+    from verify.executors.local import LocalExecutor
+
+    try:
+        executor = LocalExecutor(build_engine(spec))
+        conn.send(("ready", executor.capabilities, executor.identity()))
+    except BaseException as exc:  # report why the engine could not load, then exit
+        conn.send(("load-failed", type(exc).__name__, str(exc), isinstance(exc, VerifyError)))
+        return
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        op, payload = request
+        if op == "encode":
+            conn.send(("ok", executor.encode(payload)))
+        elif op == "token_bytes":
+            conn.send(("ok", executor.token_bytes(payload)))
+        elif op == "close":
+            executor.close()
+            return
+
+
+class EngineLoadError(VerifyError):
+    """The engine could not be built in its worker."""
+
+
+class IsolatedExecutor:
+    def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
+                 start_timeout_s: float = 600.0):
+        self.spec = spec
+        self.timeout_s = timeout_s
+        self.memory_limit_mb = memory_limit_mb
+        self.start_timeout_s = start_timeout_s
+        self.restarts = 0
+        self._ctx = mp.get_context("spawn")
+        self._stderr = tempfile.NamedTemporaryFile(prefix="verify-worker-", suffix=".stderr", delete=False)
+        self._stderr.close()
+        self._pending: list[Sample] | None = None
+        self.capabilities: Capabilities
+        self._identity: EngineIdentity
+        self._start()
+
+    # --- process management ------------------------------------------------
+    def _start(self) -> None:
+        parent, child = self._ctx.Pipe()
+        self._proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self._stderr.name,
+                                                                   self.memory_limit_mb), daemon=True)
+        self._proc.start()
+        child.close()
+        self._conn = parent
+        if not self._conn.poll(self.start_timeout_s):
+            self._kill()
+            raise EngineLoadError(f"engine '{self.spec}' did not start within {self.start_timeout_s:.0f} s")
+        try:
+            message = self._conn.recv()
+        except EOFError:
+            raise EngineLoadError(f"engine '{self.spec}' died while loading ({self._death()})") from None
+        if message[0] == "load-failed":
+            _, kind, text, expected = message
+            self._proc.join(5)
+            raise EngineLoadError(text if expected else f"engine '{self.spec}' failed to load: {kind}: {text}")
+        _, self.capabilities, self._identity = message
+
+    def _kill(self) -> None:
+        if self._proc.is_alive():
+            self._proc.kill()
+        self._proc.join(10)
+        self._conn.close()
+
+    def _restart(self) -> None:
+        self._kill()
+        self.restarts += 1
+        self._start()
+
+    def _death(self) -> str:
+        self._proc.join(5)
+        code = self._proc.exitcode
+        if code is not None and code < 0:
+            name = signal.Signals(-code).name
+            cause = f"killed by {name}" + (" (out of memory?)" if name == "SIGKILL" else "")
+        else:
+            cause = f"exited with code {code}"
+        tail = self._stderr_tail()
+        return cause + (f"; stderr: {tail}" if tail else "")
+
+    def _stderr_tail(self) -> str:
+        with open(self._stderr.name, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - STDERR_TAIL))
+            return fh.read().decode("utf-8", "replace").strip()
+
+    def _call(self, op: str, payload, timeout: float):
+        """Send one request; returns ("ok", value) or ("crash"|"timeout", reason)."""
+        try:
+            self._conn.send((op, payload))
+        except (BrokenPipeError, OSError):
+            return "crash", self._death()
+        if not self._conn.poll(timeout):
+            return "timeout", f"no answer within {timeout:g} s"
+        try:
+            return self._conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            return "crash", self._death()
+
+    # --- executor API -----------------------------------------------------
+    def submit(self, samples: Sequence[Sample]) -> None:
+        self._pending = list(samples)
+        try:
+            self._conn.send(("encode", self._pending))
+            self._sent_at = time.monotonic()
+        except (BrokenPipeError, OSError):
+            self._sent_at = None
+
+    def collect(self) -> list:
+        samples, self._pending = self._pending or [], None
+        if self._sent_at is None:
+            status, value = "crash", self._death()
+        else:
+            remaining = max(0.0, self.timeout_s - (time.monotonic() - self._sent_at))
+            if not self._conn.poll(remaining):
+                status, value = "timeout", None
+            else:
+                try:
+                    status, value = self._conn.recv()
+                except (EOFError, ConnectionResetError, OSError):
+                    status, value = "crash", self._death()
+        if status == "ok":
+            return value
+        self._restart()
+        return [self._encode_alone(s) for s in samples]
+
+    def encode(self, samples: Sequence[Sample]) -> list:
+        self.submit(samples)
+        return self.collect()
+
+    def _encode_alone(self, sample: Sample):
+        status, value = self._call("encode", [sample], self.timeout_s)
+        if status == "ok":
+            return value[0]
+        reason = value or f"no answer within {self.timeout_s:g} s"
+        self._restart()
+        if status == "timeout":
+            return Failure("timeout", "Timeout", f"engine did not answer within {self.timeout_s:g} s")
+        return Failure("crash", "WorkerDied", reason)
+
+    def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
+        if not self.capabilities.decode:
+            return None
+        status, value = self._call("token_bytes", ids, self.timeout_s)
+        if status == "ok":
+            return value
+        self._restart()
+        return None
+
+    def identity(self) -> EngineIdentity:
+        return self._identity
+
+    def close(self) -> None:
+        try:
+            self._conn.send(("close", None))
+        except (BrokenPipeError, OSError):
+            pass
+        self._proc.join(5)
+        self._kill()
+        os.unlink(self._stderr.name)
