@@ -584,7 +584,7 @@ def _digits(rng: random.Random, n: int) -> str:
     return "".join(rng.choices("0123456789", k=n))
 
 
-def _grouped(rng: random.Random, n: int, sep: str) -> str:
+def _grouped(n: int, sep: str) -> str:
     s = str(n)
     head = len(s) % 3 or 3
     return sep.join([s[:head]] + [s[i:i + 3] for i in range(head, len(s), 3)])
@@ -603,7 +603,7 @@ def _number(g: Gen) -> str:
         return f"{rng.uniform(-1, 1) * 10 ** rng.randint(-30, 30):{rng.choice(('e', 'E', 'g'))}}"
     if roll == 4:
         sep = rng.choice((",", ",", ".", " ", "\u202f", "'", "\u00a0"))
-        return _grouped(rng, rng.randint(1000, 10**12), sep) + rng.choice(("", ".50", ",00", ".999"))
+        return _grouped(rng.randint(1000, 10**12), sep) + rng.choice(("", ".50", ",00", ".999"))
     if roll in (5, 6):  # the long digit runs that number-splitting rules disagree on
         return _digits(rng, rng.randint(1, 60))
     if roll == 7:
@@ -619,7 +619,7 @@ def _number(g: Gen) -> str:
         v = ".".join(str(rng.randint(0, 30)) for _ in range(rng.randint(2, 4)))
         return rng.choice(("", "v", "V")) + v + rng.choice(("", "", "-rc.1", "-beta2", "+build.77", ".dev0"))
     if roll == 10:
-        return rng.choice(("$", "€", "£", "¥", "₹", "")) + _grouped(rng, rng.randint(0, 10**7), ",") + \
+        return rng.choice(("$", "€", "£", "¥", "₹", "")) + _grouped(rng.randint(0, 10**7), ",") + \
             f".{rng.randint(0, 99):02d}" + rng.choice(("", " USD", "€", "%"))
     if roll == 11:
         digits = rng.choice(NON_ASCII_DIGITS)
