@@ -128,3 +128,12 @@ class TestTekken(EngineConformance):
     @classmethod
     def engine(cls):
         return _build("mistral_common", "tekken:tekken")
+
+
+class TestRiptoken(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("riptoken", "riptoken:cl100k_base")

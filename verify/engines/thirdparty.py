@@ -30,4 +30,6 @@ THIRD_PARTY_ADAPTERS: list[AdapterEntry] = [
                  "pip install sentencepiece", "Google SentencePiece (.model files)"),
     AdapterEntry("tekken", _E + "tekken_engine:TekkenEngine", "mistral_common",
                  "pip install mistral-common", "Mistral Tekken via mistral-common"),
+    AdapterEntry("riptoken", _E + "riptoken_engine:RiptokenEngine", "riptoken",
+                 "pip install riptoken", "riptoken CoreBPE (tiktoken-compatible)"),
 ]

@@ -1,0 +1,8 @@
+"""One module per subcommand, each with ``add_parser(subparsers)`` and ``run(args) -> exit code``.
+
+To add a command: write ``verify/commands/NAME.py`` and list it in ``COMMANDS`` below.
+"""
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+COMMANDS = ["run", "engines", "vocab"]

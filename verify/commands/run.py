@@ -1,0 +1,70 @@
+"""`verify run`: compare candidate engines against a reference on corpora."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.errors import UsageError
+
+
+def _default_out() -> Path:
+    from verify.config import project_dir
+
+    return project_dir() / "reports" / time.strftime("run-%Y%m%d-%H%M%S")
+
+
+def add_parser(sub) -> None:
+    from verify.config import run_defaults
+
+    defaults = run_defaults()
+    p = sub.add_parser("run", help="compare candidate engines against a reference on corpora")
+    p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC",
+                     help="reference engine (ADAPTER:VOCAB or a name from engines/*.toml); default %(default)s")
+    p.add_argument("--candidate", action="append", metavar="SPEC",
+                     help=f"engine under test; repeatable; default {', '.join(defaults.get('candidates', []))}")
+    p.add_argument("--corpus", action="append", metavar="NAME|PATH",
+                     help=f"named corpus (corpora/*.toml), file, directory or glob; repeatable; "
+                          f"default {defaults.get('corpus')}")
+    p.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default %(default)s)")
+    p.add_argument("--id-field", default="id", help="JSONL/Parquet field holding a record id (default %(default)s)")
+    p.add_argument("--out", type=Path, help="report directory (default reports/run-TIMESTAMP)")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
+    p.add_argument("--batch-size", type=int, default=64, metavar="N")
+    p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+    p.add_argument("--in-process", action="store_true",
+                     help="run engines inside this process (faster start; a crash or hang ends the run)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                     help="per-sample timeout in seconds for isolated engines (default %(default)s)")
+    p.add_argument("--memory-limit-mb", type=int, metavar="MB",
+                     help="address-space limit for each engine worker")
+
+
+def run(args) -> int:
+    from verify.config import run_defaults
+    from verify.job import RunOptions, run_job
+
+    defaults = run_defaults()
+    if args.limit is not None and args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.batch_size < 1:
+        raise UsageError("--batch-size must be at least 1")
+    opts = RunOptions(
+        reference=args.reference,
+        candidates=args.candidate or list(defaults.get("candidates", [])),
+        corpora=args.corpus or [defaults.get("corpus", "default")],
+        out=args.out or _default_out(),
+        text_field=args.text_field, id_field=args.id_field, limit=args.limit, batch_size=args.batch_size,
+        progress=False if args.no_progress else None, argv=sys.argv[1:],
+        isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,
+    )
+    result = run_job(opts)
+    c = result.counts
+    print(f"{c.samples} samples, {c.chars} chars, {c.tokens} tokens: {c.states['verified']} verified, "
+          f"{c.states['diverged']} diverged, {c.states['error']} errors, {c.states['crash']} crashes, "
+          f"{c.states['timeout']} timeouts, {c.states['skipped']} skipped -> {result.out}")
+    return EXIT_OK if c.all_verified else EXIT_FINDINGS
