@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from verify.corpus import open_corpus
+from verify.config import named_engines
 from verify.engines import build_engine
+from verify.engines.registry import adapters, parse_spec
 from verify.errors import CorpusError, UsageError, VerifyError
 from verify.executors import LocalExecutor
 from verify.executors.isolated import DEFAULT_TIMEOUT_S, IsolatedExecutor
@@ -48,20 +50,42 @@ class RunResult:
     manifest: dict
 
 
-def start_executors(opts: RunOptions) -> list:
-    """Reference first. Isolated by default: each engine in its own worker process."""
-    specs = [opts.reference, *opts.candidates]
-    if not opts.isolate:
-        return [LocalExecutor(build_engine(spec)) for spec in specs]
+def expand_candidates(reference: str, candidates: list[str]) -> tuple[list[str], set[str]]:
+    """Replace ``all`` by every named engine (engines/*.toml) on the reference's
+    vocabulary whose package is installed. Returns the specs and which came from ``all``."""
+    if "all" not in candidates:
+        return candidates, set()
+    ref = parse_spec(reference)
+    swept = [name for name, spec in sorted(named_engines().items())
+             if spec.target == ref.target and name != ref.text and (spec.adapter, spec.options) != (ref.adapter, ref.options)
+             and spec.adapter in adapters() and adapters()[spec.adapter].installed()]
+    explicit = [c for c in candidates if c != "all"]
+    return explicit + [s for s in swept if s not in explicit], set(swept) - set(explicit)
+
+
+def start_executors(opts: RunOptions, optional: set[str]) -> tuple[list, dict[str, str]]:
+    """Reference first. Isolated by default: each engine in its own worker process.
+    An engine in ``optional`` (swept in by ``all``) that fails to load is left out
+    and its reason returned; any other load failure ends the run."""
     started: list = []
+    not_loaded: dict[str, str] = {}
     try:
-        for spec in specs:
-            started.append(IsolatedExecutor(spec, timeout_s=opts.timeout_s, memory_limit_mb=opts.memory_limit_mb))
+        for spec in [opts.reference, *opts.candidates]:
+            try:
+                if opts.isolate:
+                    started.append(IsolatedExecutor(spec, timeout_s=opts.timeout_s,
+                                                    memory_limit_mb=opts.memory_limit_mb))
+                else:
+                    started.append(LocalExecutor(build_engine(spec)))
+            except VerifyError as exc:
+                if spec not in optional:
+                    raise
+                not_loaded[spec] = str(exc)
     except BaseException:
         for ex in started:
             ex.close()
         raise
-    return started
+    return started, not_loaded
 
 
 def run_job(opts: RunOptions) -> RunResult:
@@ -70,7 +94,10 @@ def run_job(opts: RunOptions) -> RunResult:
     if opts.reference in opts.candidates:
         raise UsageError(f"'{opts.reference}' is both the reference and a candidate")
     sources = [open_corpus(c, opts.text_field, opts.id_field) for c in opts.corpora]
-    executors = start_executors(opts)
+    opts.candidates, swept = expand_candidates(opts.reference, opts.candidates)
+    if not opts.candidates:
+        raise UsageError(f"'all' found no installed engine on the vocabulary of {opts.reference}")
+    executors, not_loaded = start_executors(opts, swept)
     reference, candidates = executors[0], executors[1:]
     identities = [ex.identity().as_dict() for ex in executors]
 
@@ -105,7 +132,7 @@ def run_job(opts: RunOptions) -> RunResult:
         sources=[s.describe() for s in sources], counts=run.counts.as_dict(),
         started=started, finished=time.time(), interrupted=interrupted,
         engine_notes={ex.spec: {"isolated": opts.isolate, "worker_restarts": ex.restarts}
-                      for ex in executors},
+                      for ex in executors} | {spec: {"not_loaded": why} for spec, why in not_loaded.items()},
     )
     if failure is not None:
         manifest["aborted"] = str(failure)

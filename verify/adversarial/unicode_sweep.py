@@ -302,7 +302,8 @@ def _declared_version(engine) -> str | None:
     return getattr(caps, "unicode_version", None) if caps is not None else None
 
 
-def _pair_score(m_mask: np.ndarray, m_count: int, v_cand: str, v_ref: str) -> tuple[float, int]:
+def _pair_score(m_mask: np.ndarray, m_count: int, v_cand: str, v_ref: str,
+                scope: np.ndarray | None = None) -> tuple[float, int]:
     """(log-likelihood, explained count) of the mismatch set under "the engines'
     tables are v_cand and v_ref". Every (category-in-v_cand, category-in-v_ref)
     transition type gets its own visibility rate p (its maximum-likelihood
@@ -310,7 +311,10 @@ def _pair_score(m_mask: np.ndarray, m_count: int, v_cand: str, v_ref: str) -> tu
     shows costs nothing, a partly visible one costs its size times the binary
     entropy of p; a mismatch outside every changed set costs log(1e-6)."""
     a, b = ud.category_table(v_cand), ud.category_table(v_ref)
-    changed = np.flatnonzero(a != b)
+    diff = a != b
+    if scope is not None:
+        diff &= scope
+    changed = np.flatnonzero(diff)
     if changed.size == 0:
         return m_count * _EPS_LOG, 0
     types = a[changed].astype(np.int64) * len(ud.CATEGORIES) + b[changed]
@@ -328,14 +332,16 @@ def _pair_score(m_mask: np.ndarray, m_count: int, v_cand: str, v_ref: str) -> tu
 
 
 def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
-              candidate_version: str | None = None) -> dict[str, Any]:
+              candidate_version: str | None = None, *, start: int = 0,
+              stop: int = MAX_CP + 1, exclude: np.ndarray | None = None) -> dict[str, Any]:
     """Name the Unicode version whose table changes best explain a mismatch set.
 
     Returns {"unicode_version", "reference_unicode_version", "basis", "explained_count",
     "scores"}. With the reference's version known (declared), every other known
     version is tried for the candidate; with only the candidate's known, the
     reference's is inferred; with neither, every pair is tried and the candidate
-    is assumed to have the older tables (stated in ``basis``)."""
+    is assumed to have the older tables (stated in ``basis``). Only code points
+    in ``[start, stop)`` and not in the boolean mask ``exclude`` count."""
     vs = ud.versions()
     ref_v = ud.resolve_version(reference_version)
     cand_v = ud.resolve_version(candidate_version)
@@ -347,6 +353,10 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         return out
     mask = np.zeros(MAX_CP + 1, dtype=bool)
     mask[m] = True
+    scope = np.zeros(MAX_CP + 1, dtype=bool)
+    scope[max(0, start):min(stop, MAX_CP + 1)] = True
+    if exclude is not None:
+        scope &= ~exclude
     if ref_v and cand_v:
         pairs, basis = [(cand_v, ref_v)], "declared"
     elif ref_v:
@@ -358,7 +368,7 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         basis = "inferred; assumes the candidate has the older tables"
     scored = []
     for vc, vr in pairs:
-        ll, expl = _pair_score(mask, int(m.size), vc, vr)
+        ll, expl = _pair_score(mask, int(m.size), vc, vr, scope)
         scored.append((ll, expl, vc, vr))
     # Ties (the same changes, e.g. 12.0 vs 12.1 for most code points) go to the newer candidate version.
     scored.sort(key=lambda s: (-s[0], tuple(-x for x in ud.version_key(s[2])), ud.version_key(s[3])))
@@ -371,7 +381,7 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         out["reference_unicode_version"] = ref_v
         return out
     out.update(unicode_version=vc, reference_unicode_version=vr, basis=basis, explained_count=best_expl)
-    out["changed"] = ud.changed(vc, vr)
+    out["changed"] = np.flatnonzero((ud.category_table(vc) != ud.category_table(vr)) & scope)
     return out
 
 
@@ -380,7 +390,8 @@ def _result(ref, cand, bad, errors, pack_only, contexts, n_cp, n_probes, seconds
     ws_mask = whitespace_like_mask()
     ws = m[ws_mask[m]] if m.size else m
     non_ws = m[~ws_mask[m]] if m.size else m
-    att = attribute(non_ws, _declared_version(ref), _declared_version(cand))
+    att = attribute(non_ws, _declared_version(ref), _declared_version(cand),
+                    start=scope[0], stop=scope[1] + 1, exclude=ws_mask)
     explained_cps = np.intersect1d(non_ws, att.get("changed", np.zeros(0, dtype=np.int64)))
     unexplained = np.setdiff1d(non_ws, explained_cps)
     by_context: dict[str, int] = {}
