@@ -125,14 +125,15 @@ def run_job(opts: RunOptions) -> RunResult:
         failure = exc
     finally:
         writer.close()
+        notes = {ex.spec: {"isolated": opts.isolate, "worker_restarts": ex.restarts, **ex.run_notes()}
+                 for ex in executors}
         for ex in executors:
             ex.close()
     manifest = build_manifest(
         argv=opts.argv, reference=identities[0], candidates=identities[1:],
         sources=[s.describe() for s in sources], counts=run.counts.as_dict(),
         started=started, finished=time.time(), interrupted=interrupted,
-        engine_notes={ex.spec: {"isolated": opts.isolate, "worker_restarts": ex.restarts}
-                      for ex in executors} | {spec: {"not_loaded": why} for spec, why in not_loaded.items()},
+        engine_notes=notes | {spec: {"not_loaded": why} for spec, why in not_loaded.items()},
     )
     if failure is not None:
         manifest["aborted"] = str(failure)

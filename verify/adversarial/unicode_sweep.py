@@ -12,10 +12,11 @@ they are usually a different *definition* of whitespace, not a table version.
 
 Speed: probes are packed, ``pack`` code points (all their contexts) per sample,
 joined by ``SEP``; packs whose encodings agree are taken to agree probe by probe.
-Packs that differ are re-encoded probe by probe, and a code point is reported
-only if one of its probes, encoded alone, differs. (If a pack differs but no
-probe alone does, the code points' joined probes are tried; if those agree too,
-the pack's code points are listed under ``pack_only`` rather than ``mismatched``.)
+Packs that differ are re-encoded code point by code point (its probes joined by
+``SEP``), and the code points that differ then probe by probe, to name the
+contexts that differ (``joined`` when only the joined probes differ). A pack
+that differs while none of its code points do lists its code points under
+``pack_only`` rather than ``mismatched``.
 ``pack=1`` encodes every code point's probes separately (slower, same results
 on the engines measured; see bench/bench_unicode_sweep.py).
 
@@ -109,6 +110,7 @@ class SweepResult:
     by_context: dict[str, int]
     contexts_of: dict[int, list[str]] = field(repr=False, default_factory=dict)
     scores: list[dict[str, Any]] = field(default_factory=list)
+    tied_versions: list[str] = field(default_factory=list)
     code_points: int = 0
     probes: int = 0
     seconds: float = 0.0
@@ -127,6 +129,7 @@ class SweepResult:
             "unicode_version": self.unicode_version,
             "reference_unicode_version": self.reference_unicode_version,
             "version_basis": self.version_basis,
+            "tied_versions": self.tied_versions,
             "explained": round(self.explained, 4),
             "whitespace": self.whitespace,
             "unexplained": self.unexplained,
@@ -265,33 +268,31 @@ def sweep_many(reference, candidates: Iterable, *, batch_size: int = 4096, pack:
 
 
 def _localise(ci, diff, batch, probes, pack, n_ctx, contexts, encode_all, bad, errors, pack_only):
-    """Re-encode the probes of differing packs one by one (both engines)."""
-    idx = [p * pack * n_ctx + k for p in diff for k in range(min(pack, len(batch) - p * pack) * n_ctx)]
-    texts = [probes[i] for i in idx]
-    ref_o, cand_o = encode_all(texts, f"U+{batch[diff[0] * pack]:04X}/probe", [ci])
-    hit_packs: set[int] = set()
-    for i, a, b in zip(idx, ref_o, cand_o):
-        if not _same(a, b):
-            cp = batch[i // n_ctx]
-            bad.setdefault(cp, set()).add(contexts[i % n_ctx].name)
-            if _failed(a) or _failed(b):
-                errors.add(cp)
-            hit_packs.add(i // (pack * n_ctx))
-    missing = [p for p in diff if p not in hit_packs]
-    if not missing:
-        return
-    # The pack differs but no probe alone does: try each code point's joined probes.
-    cps_idx = [j for p in missing for j in range(p * pack, min((p + 1) * pack, len(batch)))]
+    """Narrow differing packs down: first each code point's joined probes, then,
+    for the code points that differ, each probe alone (both engines)."""
+    cps_idx = [j for p in diff for j in range(p * pack, min((p + 1) * pack, len(batch)))]
     texts = [SEP.join(probes[j * n_ctx:(j + 1) * n_ctx]) for j in cps_idx]
     ref_o, cand_o = encode_all(texts, f"U+{batch[cps_idx[0]]:04X}/cp", [ci])
-    found: set[int] = set()
+    hit = [j for j, a, b in zip(cps_idx, ref_o, cand_o) if not _same(a, b)]
     for j, a, b in zip(cps_idx, ref_o, cand_o):
-        if not _same(a, b):
-            bad.setdefault(batch[j], set()).add("joined")
-            found.add(j // pack)
-    for p in missing:
-        if p not in found:
+        if _failed(a) != _failed(b):
+            errors.add(batch[j])
+    hit_packs = {j // pack for j in hit}
+    for p in diff:
+        if p not in hit_packs:  # the pack differs, none of its code points' probes do
             pack_only.update(batch[p * pack:(p + 1) * pack])
+    if not hit:
+        return
+    idx = [j * n_ctx + k for j in hit for k in range(n_ctx)]
+    ref_o, cand_o = encode_all([probes[i] for i in idx], f"U+{batch[hit[0]]:04X}/probe", [ci])
+    for i, a, b in zip(idx, ref_o, cand_o):
+        if not _same(a, b):
+            bad.setdefault(batch[i // n_ctx], set()).add(contexts[i % n_ctx].name)
+            if _failed(a) != _failed(b):
+                errors.add(batch[i // n_ctx])
+    for j in hit:  # differs only when its probes are joined
+        if batch[j] not in bad:
+            bad[batch[j]] = {"joined"}
 
 
 # --------------------------------------------------------------------------- attribution
@@ -347,7 +348,7 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
     cand_v = ud.resolve_version(candidate_version)
     m = np.unique(np.asarray(mismatched_cps, dtype=np.int64))
     out: dict[str, Any] = {"unicode_version": cand_v, "reference_unicode_version": ref_v,
-                           "basis": "none", "explained_count": 0, "scores": []}
+                           "basis": "none", "explained_count": 0, "scores": [], "tied": []}
     if m.size == 0:
         out["basis"] = "no mismatches"
         return out
@@ -381,6 +382,10 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         out["reference_unicode_version"] = ref_v
         return out
     out.update(unicode_version=vc, reference_unicode_version=vr, basis=basis, explained_count=best_expl)
+    # Versions whose differences from the chosen one never show (e.g. 12.0 vs 12.1) tie;
+    # the newest is reported, and the others listed.
+    out["tied"] = sorted({c for ll, e, c, r in scored if abs(ll - best_ll) < 1e-6 and e == best_expl and r == vr},
+                         key=ud.version_key)
     out["changed"] = np.flatnonzero((ud.category_table(vc) != ud.category_table(vr)) & scope)
     return out
 
@@ -415,6 +420,7 @@ def _result(ref, cand, bad, errors, pack_only, contexts, n_cp, n_probes, seconds
         by_context=dict(sorted(by_context.items(), key=lambda kv: order.get(kv[0], 99))),
         contexts_of={cp: sorted(c, key=lambda x: order.get(x, 99)) for cp, c in bad.items()},
         scores=att["scores"],
+        tied_versions=att["tied"],
         code_points=n_cp,
         probes=n_probes,
         seconds=seconds,
@@ -472,7 +478,9 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
         lines.append(f"- mismatching code points: **{r.count:,}** in {len(r.mismatched):,} ranges")
         if r.count:
             if r.unicode_version:
-                lines.append(f"- Unicode tables: candidate **{r.unicode_version}** vs reference "
+                others = [v for v in r.tied_versions if v != r.unicode_version]
+                tie = f" (equally well: {', '.join(others)})" if others else ""
+                lines.append(f"- Unicode tables: candidate **{r.unicode_version}**{tie} vs reference "
                              f"{r.reference_unicode_version} ({r.version_basis}); explains "
                              f"{r.explained:.1%} of the mismatches")
             else:

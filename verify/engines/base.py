@@ -76,6 +76,8 @@ class Engine(Protocol):
 
     def identity(self) -> EngineIdentity: ...
 
+    def run_notes(self) -> dict[str, Any]: ...
+
     def close(self) -> None: ...
 
 
@@ -196,6 +198,13 @@ class Adapter:
             options=self.options,
             fingerprint=self.fingerprint(),
         )
+
+    def run_notes(self) -> dict[str, Any]:
+        """What the engine reports about how it ran (e.g. which internal route it
+        took), recorded in the manifest at the end of a run. A ``warnings`` list
+        of strings is shown in the summary: use it when the run did not exercise
+        what the user probably meant to test."""
+        return {}
 
     def close(self) -> None:
         """Release processes, sockets or device memory the engine holds."""

@@ -41,6 +41,10 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "de
 _FAMILY_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
+# toktier's own fallback: the HF tokenizers path it certifies its fast paths against.
+REFERENCE_ROUTES = {"hf"}
+
+
 class ToktierEngine(Adapter):
     adapter_name = "toktier"
     package = "toktier"
@@ -104,6 +108,19 @@ class ToktierEngine(Adapter):
             "last_execution": runtime.get("last_execution"),
         }
         return json.loads(json.dumps(report, default=str))
+
+    def run_notes(self) -> dict:
+        report = self.route_report()
+        routes = sorted((report.get("execution_counts") or {}).keys())
+        report["routes_exercised"] = routes
+        if routes and set(routes) <= REFERENCE_ROUTES:
+            reasons = sorted({r.get("code", "?") for r in report.get("plan_reasons") or []})
+            report["warnings"] = [
+                f"toktier ran only its reference route ({', '.join(routes)}): its fast paths were not "
+                f"exercised ({', '.join(reasons) or 'no reason given'}), so this run verifies the reference "
+                "route only"
+            ]
+        return report
 
 
 def _load_local(path: Path, name: str, kwargs: dict):

@@ -55,6 +55,8 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None)
             conn.send(("ok", executor.encode(payload)))
         elif op == "token_bytes":
             conn.send(("ok", executor.token_bytes(payload)))
+        elif op == "run_notes":
+            conn.send(("ok", executor.run_notes()))
         elif op == "close":
             executor.close()
             return
@@ -194,6 +196,13 @@ class IsolatedExecutor:
 
     def identity(self) -> EngineIdentity:
         return self._identity
+
+    def run_notes(self) -> dict:
+        status, value = self._call("run_notes", None, self.timeout_s)
+        if status == "ok":
+            return value
+        self._restart()
+        return {"run_notes_error": f"worker {status}: {value}"}
 
     def close(self) -> None:
         try:

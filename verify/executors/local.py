@@ -67,5 +67,11 @@ class LocalExecutor:
     def identity(self):
         return self.engine.identity()
 
+    def run_notes(self) -> dict:
+        try:
+            return self.engine.run_notes()
+        except Exception as exc:  # notes are reporting only; never lose the run for them
+            return {"run_notes_error": f"{type(exc).__name__}: {exc}"}
+
     def close(self) -> None:
         self.engine.close()

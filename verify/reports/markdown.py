@@ -29,6 +29,11 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]]) -> 
     lines.append(f"- sources: {', '.join(s['name'] for s in manifest['sources'])}")
     lines.append(f"- {manifest['started']} .. {manifest['finished']} ({manifest['seconds']} s)"
                  + (" — INTERRUPTED, counts are partial" if manifest.get("interrupted") else ""))
+    for spec, note in (manifest.get("engine_notes") or {}).items():
+        for warning in note.get("warnings", []):
+            lines.append(f"- **warning** `{spec}`: {warning}")
+        if "not_loaded" in note:
+            lines.append(f"- **not loaded** `{spec}`: {note['not_loaded']}")
     lines += ["", "| samples | chars | tokens | verified | diverged | error | crash | timeout | skipped |",
               "|---|---|---|---|---|---|---|---|---|",
               "| " + " | ".join(str(counts[k]) for k in ("samples", "chars", "tokens", "verified", "diverged",
