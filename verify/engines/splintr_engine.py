@@ -1,0 +1,77 @@
+"""Adapter for ``splintr-rs`` (imported as ``splintr``; Rust BPE/SentencePiece).
+
+Specs:
+  splintr:cl100k_base | o200k_base   ``splintr.Tokenizer`` on our ranks file with the
+                                     package's own split pattern constant
+                                     (``CL100K_BASE_PATTERN`` / ``O200K_BASE_PATTERN``)
+                                     and tiktoken's special tokens. splintr's regex
+                                     engine refuses tiktoken's possessive quantifiers,
+                                     so tiktoken's ``pat_str`` cannot be passed as is.
+  ...?pretrained=true                ``Tokenizer.from_pretrained(name)``: the bundled
+                                     vocabulary, which adds 54 "agent" special tokens
+                                     (``<|think|>`` ...) from id 100277 / 200019; then
+                                     ``vocab_sha256`` is None (compiled in, no file)
+  ...?pcre2=true                     switch the split regex to its PCRE2 backend
+  splintr:deepseek-v3 | path/tokenizer.json   ``splintr.from_json``
+
+``allow_special=False`` is ``encode_ordinary``: every special-token literal is
+ordinary text. For a tokenizer.json that includes added tokens *not* marked
+special (deepseek-v3 has 53, e.g. ``<｜User｜>``), which HF's
+``split_special_tokens`` would still match: splintr has no call for that
+(``encode_allowed_special`` raises on any other special in the text), so the
+harness reports those texts against an ``hf:`` reference. ``True`` matches
+every special (``encode_with_special``).
+"""
+
+from __future__ import annotations
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+from verify.vocab.resolver import resolve_vocab
+from verify.vocab.tiktoken_family import family_definition
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3")
+
+
+def _truthy(value) -> bool:
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+class SplintrEngine(Adapter):
+    adapter_name = "splintr"
+    package = "splintr-rs"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import splintr
+
+        patterns = {"cl100k_base": splintr.CL100K_BASE_PATTERN, "o200k_base": splintr.O200K_BASE_PATTERN}
+        if _truthy(self.options.get("pretrained", False)):
+            self.tokenizer = splintr.Tokenizer.from_pretrained(target)
+            self.vocab_name = target
+        else:
+            vocab = resolve_vocab(target)
+            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+            if vocab.kind == "tiktoken":
+                name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
+                if name not in patterns:
+                    raise ConfigError(f"splintr has no split pattern for encoding '{name}' (have: cl100k_base, "
+                                      "o200k_base)")
+                self.tokenizer = splintr.Tokenizer(
+                    str(vocab.path), patterns[name], family_definition(name)["special_tokens"]
+                )
+            elif vocab.kind == "hf-json":
+                self.tokenizer = splintr.from_json(str(vocab.path))
+            else:
+                raise ConfigError(f"splintr cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+        if _truthy(self.options.get("pcre2", False)):
+            self.tokenizer = self.tokenizer.pcre2(True)
+
+    def encode_texts(self, texts, allow_special):
+        if allow_special:
+            return [as_token_array(self.tokenizer.encode_with_special(t)) for t in texts]
+        return [as_token_array(self.tokenizer.encode_ordinary(t)) for t in texts]
+
+    def token_bytes(self, ids):
+        return [bytes(self.tokenizer.decode_token_bytes(int(i))) for i in ids]

@@ -1,0 +1,64 @@
+"""Adapter for ``toktok-rs`` (imported as ``toktok``; a Rust fork of quicktok).
+
+Specs: ``toktok:cl100k_base | o200k_base``. The vocabularies are compiled into
+the extension module, so nothing is loaded from our resolver. ``vocab_sha256``
+is the SHA-256 of the engine's own table written out as a ``.tiktoken`` file
+(base64 token, space, rank, newline, by rank): when the bundled table equals
+tiktoken's published file this is that file's hash, otherwise it differs and
+says so. Special tokens come from the engine (tiktoken's set for both).
+
+The engine's public API is ``batch_count`` / ``truncate``; ids come from
+``toktok._encoding(name)``, which its README documents as the full
+encode/decode surface. ``allow_special=False`` uses ``with_special=False``
+(special-token literals are ordinary text).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import numpy as np
+
+from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.errors import ConfigError
+
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
+
+
+def table_sha256(ranked) -> str:
+    """SHA-256 of ``(rank, token bytes)`` pairs, in rank order, written in tiktoken's file format."""
+    h = hashlib.sha256()
+    for rank, tok in ranked:
+        h.update(base64.b64encode(bytes(tok)) + b" " + str(rank).encode() + b"\n")
+    return h.hexdigest()
+
+
+class ToktokEngine(Adapter):
+    adapter_name = "toktok"
+    package = "toktok-rs"
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+
+    def __init__(self, target, options=None, spec=None):
+        super().__init__(target, options, spec)
+        import toktok
+        from toktok._toktok import BUILTIN_ENCODINGS
+
+        if target not in OFFLINE_VOCABS:
+            known = ", ".join(b for b in BUILTIN_ENCODINGS if b in OFFLINE_VOCABS)
+            raise ConfigError(f"toktok has no bundled vocabulary '{target}' that we can compare (have: {known})")
+        self.tokenizer = toktok._encoding(target)
+        self.vocab_name = target
+        self.vocab_sha256 = table_sha256(enumerate(self.tokenizer.token_byte_values()))  # indexed by id
+        self._threads = int(self.options.get("threads", 1))
+
+    def encode_texts(self, texts, allow_special):
+        if not texts:
+            return []
+        ids, offsets = self.tokenizer.encode_batch_to_numpy(list(texts), self._threads, bool(allow_special))
+        ids = np.asarray(ids)
+        offsets = np.asarray(offsets)
+        return [as_token_array(ids[offsets[i]:offsets[i + 1]].copy()) for i in range(len(texts))]
+
+    def token_bytes(self, ids):
+        return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]
