@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -70,11 +71,14 @@ class HFEngine(Adapter):
         super().__init__(target, options, spec)
         self.tokenizer, self.vocab_name, self.vocab_sha256 = load_tokenizer_for(target, self.options)
         self._byte_level = _is_byte_level(self.tokenizer)
+        self._mode_lock = threading.Lock()
         self._added = {i: t.content for i, t in self.tokenizer.get_added_tokens_decoder().items()}
 
     def encode_texts(self, texts, allow_special):
-        self.tokenizer.encode_special_tokens = not allow_special
-        encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
+        # encode_special_tokens is tokenizer-wide state: set and encode under one lock.
+        with self._mode_lock:
+            self.tokenizer.encode_special_tokens = not allow_special
+            encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         return [np.asarray(e.ids, dtype=TOKEN_DTYPE) for e in encodings]
 
     def token_bytes(self, ids):

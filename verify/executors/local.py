@@ -12,6 +12,8 @@ from verify.findings import Failure
 from verify.sample import Sample
 
 Outcome = np.ndarray | Failure
+# Interrupts are the user's, not the engine's: they end the run.
+_NOT_OURS = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
 
 def failure_from(exc: BaseException) -> Failure:
@@ -41,7 +43,9 @@ class LocalExecutor:
             if len(out) != len(samples):
                 raise ValueError(f"engine returned {len(out)} results for {len(samples)} samples")
             return [as_token_array(ids) for ids in out]
-        except Exception:
+        except _NOT_OURS:
+            raise
+        except BaseException:  # pyo3's PanicException is a BaseException: still the engine's failure
             if len(samples) == 1:
                 return [self._encode_one(samples[0])]
             # Attribute the failure: re-run one sample at a time.
@@ -53,7 +57,9 @@ class LocalExecutor:
             if len(out) != 1:
                 raise ValueError(f"engine returned {len(out)} results for 1 sample")
             return as_token_array(out[0])
-        except Exception as exc:
+        except _NOT_OURS:
+            raise
+        except BaseException as exc:
             return failure_from(exc)
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
@@ -61,7 +67,9 @@ class LocalExecutor:
             return None
         try:
             return self.engine.token_bytes(ids)
-        except Exception:
+        except _NOT_OURS:
+            raise
+        except BaseException:
             return None  # pieces are a courtesy; the ids themselves are the finding
 
     def identity(self):
@@ -70,7 +78,9 @@ class LocalExecutor:
     def run_notes(self) -> dict:
         try:
             return self.engine.run_notes()
-        except Exception as exc:  # notes are reporting only; never lose the run for them
+        except _NOT_OURS:
+            raise
+        except BaseException as exc:  # notes are reporting only; never lose the run for them
             return {"run_notes_error": f"{type(exc).__name__}: {exc}"}
 
     def close(self) -> None:

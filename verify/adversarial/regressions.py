@@ -1,0 +1,342 @@
+"""Regression cases (``adversarial/regressions/*.json``, schema ``verify.regression/1``) and their replay.
+
+A case records one real divergence: the input, what the reference gave
+(``expected``), what the engine gave (``actual``, or ``null`` plus ``error``
+when it raised) and whether the bug is still ``open`` or known ``fixed``.
+``replay`` runs the input through both engines again and says what happened:
+
+  still-diverges      the engine still differs from ``expected`` (``same_actual`` says whether it
+                      still gives the recorded ``actual`` / raises the recorded error type)
+  fixed               the engine now gives ``expected``
+  error               the engine raised (or crashed, or timed out) where the case records ids,
+                      or raised an error type other than the recorded one
+  engine-unavailable  the engine (or the reference) cannot be built here: package missing, ...
+  reference-changed   the reference no longer gives ``expected``: the case itself is suspect
+
+Ids are stored literally, or -- for long results -- as a digest
+``{"len": N, "sha256": HEX, "window": {...}}`` where ``sha256`` hashes the ids
+as little-endian uint32 and ``window`` (informational) shows the ids around the
+first difference. Inputs are literal ``[[text, allow_special], ...]``, or an
+``input_generator`` (``{"kind": "repeat", "text": T, "count": N}`` -> T * N) for
+inputs too large to keep in the repository. See adversarial/README.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from verify.errors import ConfigError
+from verify.findings import Failure
+from verify.sample import Sample
+
+SCHEMA = "verify.regression/1"
+STATUSES = ("still-diverges", "fixed", "error", "engine-unavailable", "reference-changed")
+RECORDED_STATUSES = ("open", "fixed")
+GENERATOR_KINDS = ("repeat",)
+MAX_GENERATED_CHARS = 50_000_000
+REQUIRED = ("id", "engine", "reference", "expected")
+
+
+# --- ids: literal or digest ---------------------------------------------------
+
+def ids_sha256(ids: Sequence[int] | np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(np.asarray(ids, dtype=np.int64), dtype="<u4").tobytes()).hexdigest()
+
+
+def ids_record(ids: Sequence[int] | np.ndarray, literal_limit: int = 1000, window_at: int | None = None) -> Any:
+    """How a case stores ids: a list up to ``literal_limit`` ids, else a digest."""
+    values = [int(i) for i in ids]
+    if len(values) <= literal_limit:
+        return values
+    record: dict[str, Any] = {"len": len(values), "sha256": ids_sha256(values)}
+    if window_at is not None:
+        lo = max(0, window_at - 4)
+        record["window"] = {"start": lo, "ids": values[lo:lo + 12]}
+    return record
+
+
+def ids_match(ids: np.ndarray | Sequence[int], recorded: Any) -> bool:
+    """Do ``ids`` equal a stored ids value (list or digest)?"""
+    arr = np.asarray(ids)
+    if isinstance(recorded, dict):
+        return int(arr.size) == recorded["len"] and ids_sha256(arr) == recorded["sha256"]
+    return int(arr.size) == len(recorded) and bool(np.array_equal(arr.astype(np.int64), np.asarray(recorded, dtype=np.int64)))
+
+
+# --- the case -----------------------------------------------------------------
+
+@dataclass
+class RegressionCase:
+    id: str
+    path: Path
+    engine: str
+    reference: str
+    sample: Sample
+    expected: Any  # list[int] | digest dict
+    actual: Any  # list[int] | digest dict | None (when the engine raised)
+    error: dict[str, str] | None
+    status: str  # recorded: "open" | "fixed"
+    title: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def expected_outcome(self) -> str:
+        """The replay status that means 'as recorded'."""
+        return "fixed" if self.status == "fixed" else "still-diverges"
+
+
+def _fail(path: Path, message: str) -> ConfigError:
+    return ConfigError(f"{path}: malformed regression case: {message}")
+
+
+def _check_ids(path: Path, name: str, value: Any) -> None:
+    if isinstance(value, list):
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
+            raise _fail(path, f"'{name}' must be a list of non-negative integers")
+        return
+    if isinstance(value, dict):
+        if not isinstance(value.get("len"), int) or not isinstance(value.get("sha256"), str) \
+                or len(value["sha256"]) != 64:
+            raise _fail(path, f"'{name}' digest needs 'len' (int) and 'sha256' (64 hex digits)")
+        return
+    raise _fail(path, f"'{name}' must be a list of token ids or a {{len, sha256}} digest")
+
+
+def expand_input(path: Path, doc: dict[str, Any]) -> list[tuple[str, bool]]:
+    has_input, has_gen = "input" in doc, "input_generator" in doc
+    if has_input == has_gen:
+        raise _fail(path, "needs exactly one of 'input' and 'input_generator'")
+    if has_input:
+        segments = doc["input"]
+        if not isinstance(segments, list) or not segments or not all(
+                isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and isinstance(s[1], bool)
+                for s in segments):
+            raise _fail(path, "'input' must be a non-empty list of [text, allow_special] pairs")
+        return [(s[0], s[1]) for s in segments]
+    gen = doc["input_generator"]
+    if not isinstance(gen, dict) or gen.get("kind") not in GENERATOR_KINDS:
+        raise _fail(path, f"'input_generator.kind' must be one of {', '.join(GENERATOR_KINDS)}")
+    text, count = gen.get("text"), gen.get("count")
+    if not isinstance(text, str) or not text or not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise _fail(path, "'input_generator' repeat needs 'text' (non-empty string) and 'count' (int >= 1)")
+    if len(text) * count > MAX_GENERATED_CHARS:
+        raise _fail(path, f"'input_generator' expands to more than {MAX_GENERATED_CHARS} characters")
+    allow = gen.get("allow_special", False)
+    if not isinstance(allow, bool):
+        raise _fail(path, "'input_generator.allow_special' must be true or false")
+    return [(text * count, allow)]
+
+
+def parse_case(path: Path, doc: Any) -> RegressionCase:
+    if not isinstance(doc, dict):
+        raise _fail(path, "the file must hold one JSON object")
+    if doc.get("schema") != SCHEMA:
+        raise _fail(path, f"'schema' must be \"{SCHEMA}\" (got {doc.get('schema')!r})")
+    for key in REQUIRED:
+        if key not in doc:
+            raise _fail(path, f"missing '{key}'")
+    for key in ("id", "engine", "reference"):
+        if not isinstance(doc[key], str) or not doc[key]:
+            raise _fail(path, f"'{key}' must be a non-empty string")
+    segments = expand_input(path, doc)
+    _check_ids(path, "expected", doc["expected"])
+    if "actual" not in doc:
+        raise _fail(path, "missing 'actual' (the ids the engine gave, or null with 'error')")
+    error = doc.get("error")
+    if doc["actual"] is None:
+        if not isinstance(error, dict) or not isinstance(error.get("type"), str):
+            raise _fail(path, "'actual' is null, so 'error': {\"type\", \"message\"} is required")
+    else:
+        _check_ids(path, "actual", doc["actual"])
+        if error is not None:
+            raise _fail(path, "'error' is only for cases whose 'actual' is null")
+    status = doc.get("status", "open")
+    if status not in RECORDED_STATUSES:
+        raise _fail(path, f"'status' must be one of {', '.join(RECORDED_STATUSES)} (got {status!r})")
+    return RegressionCase(
+        id=doc["id"], path=path, engine=doc["engine"], reference=doc["reference"],
+        sample=Sample.from_segments(doc["id"], segments), expected=doc["expected"], actual=doc["actual"],
+        error=error, status=status, title=str(doc.get("title", "")), raw=doc,
+    )
+
+
+def load_case(path: Path) -> RegressionCase:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read regression case: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: malformed regression case: invalid JSON: {exc}") from exc
+    return parse_case(path, doc)
+
+
+def load_cases(folder: Path | str) -> list[RegressionCase]:
+    """Every ``*.json`` case in ``folder``, sorted by file name. Raises ``ConfigError`` naming the file."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ConfigError(f"regression case folder not found: {folder}")
+    cases: list[RegressionCase] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.json")):
+        case = load_case(path)
+        if case.id in seen:
+            raise ConfigError(f"{path}: regression case id '{case.id}' is already used by {seen[case.id]}")
+        seen[case.id] = path
+        cases.append(case)
+    return cases
+
+
+# --- replay -------------------------------------------------------------------
+
+@dataclass
+class ReplayResult:
+    case: RegressionCase
+    status: str  # one of STATUSES
+    detail: str = ""
+    same_actual: bool | None = None  # still-diverges: the recorded actual (or error type) again
+    ids: list[int] | None = None  # what the engine gave now
+    error: dict[str, str] | None = None  # what it raised now
+    reference_ids: list[int] | None = None  # only when the reference changed
+    seconds: float = 0.0
+
+    @property
+    def as_recorded(self) -> bool:
+        """What a gate checks: nothing changed since the case was written."""
+        if self.status != self.case.expected_outcome:
+            return False
+        return self.status != "still-diverges" or bool(self.same_actual)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.case.id,
+            "file": self.case.path.name,
+            "engine": self.case.engine,
+            "reference": self.case.reference,
+            "recorded_status": self.case.status,
+            "status": self.status,
+            "same_actual": self.same_actual,
+            "as_recorded": self.as_recorded,
+            "detail": self.detail,
+            "actual": None if self.ids is None else ids_record(self.ids),
+            "error": self.error,
+            "reference_ids": None if self.reference_ids is None else ids_record(self.reference_ids),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class EnginePool:
+    """Builds each engine spec once (in-process or in an isolated worker) and
+    remembers the ones that could not be built, with why."""
+
+    def __init__(self, isolate: bool = False, timeout_s: float = 120.0):
+        self.isolate = isolate
+        self.timeout_s = timeout_s
+        self._executors: dict[str, Any] = {}
+        self._unavailable: dict[str, str] = {}
+
+    def get(self, spec: str):
+        """The executor for ``spec``, or a string saying why it cannot be built."""
+        if spec in self._unavailable:
+            return self._unavailable[spec]
+        if spec not in self._executors:
+            try:
+                if self.isolate:
+                    from verify.executors.isolated import IsolatedExecutor
+
+                    self._executors[spec] = IsolatedExecutor(spec, timeout_s=self.timeout_s)
+                else:
+                    from verify.engines import build_engine
+                    from verify.executors.local import LocalExecutor
+
+                    self._executors[spec] = LocalExecutor(build_engine(spec))
+            except Exception as exc:  # package missing, bad vocabulary, load crash: a status, not a crash
+                self._unavailable[spec] = f"{type(exc).__name__}: {exc}"
+                return self._unavailable[spec]
+        return self._executors[spec]
+
+    def versions(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for spec, ex in self._executors.items():
+            try:
+                ident = ex.identity()
+                out[spec] = {"package": ident.package, "version": ident.package_version}
+            except Exception as exc:
+                out[spec] = {"identity_error": f"{type(exc).__name__}: {exc}"}
+        return out | {spec: {"unavailable": why} for spec, why in self._unavailable.items()}
+
+    def close(self) -> None:
+        for ex in self._executors.values():
+            try:
+                ex.close()
+            except Exception:
+                pass
+        self._executors.clear()
+
+
+def _executor(engine):
+    """Accept an executor (``encode(samples)``) or a bare engine (``encode_batch``)."""
+    if hasattr(engine, "encode") and hasattr(engine, "capabilities") and not hasattr(engine, "encode_batch"):
+        return engine
+    from verify.executors.local import LocalExecutor
+
+    return LocalExecutor(engine)
+
+
+def _outcome(executor, sample: Sample):
+    try:
+        return executor.encode([sample])[0]
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # an executor that itself failed (pyo3 panics are BaseExceptions)
+        return Failure("error", type(exc).__name__, str(exc))
+
+
+def replay(case: RegressionCase, reference_engine, engine) -> ReplayResult:
+    """Replay one case. ``reference_engine`` / ``engine`` are engines, executors, or a string saying
+    why that engine could not be built (-> ``engine-unavailable``)."""
+    started = time.monotonic()
+
+    def result(status: str, detail: str, **kw) -> ReplayResult:
+        return ReplayResult(case, status, detail, seconds=time.monotonic() - started, **kw)
+
+    if isinstance(reference_engine, str):
+        return result("engine-unavailable", f"reference {case.reference} unavailable: {reference_engine}")
+    if isinstance(engine, str):
+        return result("engine-unavailable", f"{case.engine} unavailable: {engine}")
+    ref, eng = _executor(reference_engine), _executor(engine)
+    if not case.sample.is_plain and not eng.capabilities.special_tokens:
+        return result("engine-unavailable", f"{case.engine} does not honour allow_special, the input needs it")
+
+    ref_out = _outcome(ref, case.sample)
+    if isinstance(ref_out, Failure):
+        return result("reference-changed", f"reference raised {ref_out.type}: {ref_out.message[:200]}",
+                      error={"type": ref_out.type, "message": ref_out.message[:2000]})
+    if not ids_match(ref_out, case.expected):
+        return result("reference-changed", f"{case.reference} no longer gives the recorded expected ids "
+                                           f"({ref_out.size} tokens now)", reference_ids=[int(i) for i in ref_out])
+
+    out = _outcome(eng, case.sample)
+    if isinstance(out, Failure):
+        err = {"type": out.type, "message": out.message[:2000], "kind": out.kind}
+        if case.error is not None and out.type == case.error.get("type"):
+            return result("still-diverges", f"still raises {out.type}", same_actual=True, error=err)
+        return result("error", f"{out.kind}: {out.type}: {out.message[:200]}", error=err)
+    ids = [int(i) for i in out]
+    if ids_match(out, case.expected):
+        return result("fixed", "now equals the reference", ids=ids)
+    same = case.actual is not None and ids_match(out, case.actual)
+    detail = "same ids as recorded" if same else (
+        f"different ids than recorded ({len(ids)} tokens now)" if case.actual is not None
+        else f"no longer raises {case.error['type'] if case.error else 'the recorded error'}; returns other ids")
+    return result("still-diverges", detail, same_actual=same, ids=ids)
+
+
+def replay_all(cases: Sequence[RegressionCase], pool: EnginePool) -> list[ReplayResult]:
+    return [replay(c, pool.get(c.reference), pool.get(c.engine)) for c in cases]
