@@ -179,12 +179,21 @@ class Adapter:
         return [p[0] if len(p) == 1 else np.concatenate(p) for p in pieces]  # type: ignore[arg-type]
 
     def fingerprint(self) -> str:
+        """Hash of the ids of fixed probe texts. An engine that fails on a probe
+        still loads (its failures are the run's findings); the fingerprint then
+        names the failure instead."""
         if self._fingerprint is None:
             h = hashlib.sha256()
-            for ids in self.encode_batch([Sample.plain(f"probe{i}", t) for i, t in enumerate(FINGERPRINT_PROBES)]):
-                h.update(np.ascontiguousarray(ids, dtype="<u4").tobytes())
-                h.update(b"\xff\xff\xff\xff")
-            self._fingerprint = h.hexdigest()[:16]
+            try:
+                probes = [Sample.plain(f"probe{i}", t) for i, t in enumerate(FINGERPRINT_PROBES)]
+                for ids in self.encode_batch(probes):
+                    h.update(np.ascontiguousarray(as_token_array(ids), dtype="<u4").tobytes())
+                    h.update(b"\xff\xff\xff\xff")
+                self._fingerprint = h.hexdigest()[:16]
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:
+                self._fingerprint = f"unavailable:{type(exc).__name__}"
         return self._fingerprint
 
     def identity(self) -> EngineIdentity:

@@ -1,0 +1,223 @@
+"""Coverage-guided differential fuzz target for atheris (libFuzzer for Python).
+
+Use:
+
+    pip install atheris
+    verify fuzz --atheris --reference tiktoken:cl100k_base --candidate kitoken:cl100k_base \\
+        --budget 120 --out reports/atheris-kitoken
+
+or by hand, with libFuzzer's own flags:
+
+    VERIFY_FUZZ_REFERENCE=tiktoken:cl100k_base VERIFY_FUZZ_CANDIDATES=kitoken:cl100k_base \\
+        python -m verify.adversarial.atheris_target -max_total_time=120 -artifact_prefix=out/ corpus/
+
+``TestOneInput`` turns the fuzzer's bytes into text
+(``FuzzedDataProvider.ConsumeUnicodeNoSurrogates``), encodes it with the reference
+and every candidate (plain text, no special tokens; engines built once, in this
+process, from ``$VERIFY_FUZZ_REFERENCE`` and ``$VERIFY_FUZZ_CANDIDATES``, a
+comma-separated or JSON list), and raises ``AssertionError`` with the input, both
+id lists and the first differing index when a candidate differs. An engine that
+raises is a finding too (whichever engine it is), never a skipped input; a
+segfault or abort is caught by libFuzzer itself. Each finding is a
+``crash-<sha1>`` file (the raw bytes) in OUT; ``verify fuzz --atheris`` then
+decodes them and replays them through the ordinary isolated pipeline, so they end
+in ``OUT/divergences.jsonl`` like any other finding (inputs in
+``OUT/atheris-inputs.jsonl``). ``OUT/atheris.log`` is libFuzzer's log and
+``OUT/atheris-corpus/`` its corpus, which a later run with the same OUT continues;
+an empty corpus is first seeded with 300 texts from the hypothesis strategies.
+
+Limits: libFuzzer's coverage feedback sees only instrumented Python code; an engine
+in Rust or C++ is fuzzed nearly blind unless built with ``-fsanitize=fuzzer-no-link``.
+The hypothesis fuzzer (``verify fuzz`` without ``--atheris``) knows where
+tokenizers break (its strategies) and finds more in the same time on such engines.
+
+Found (reference tiktoken 0.14.0, cl100k_base; record new findings here, one line
+each, with the engine version and the input):
+  kitoken 0.11.1, 30 s, first crash from the seeds: plain text ``':<|fim_suffix|>:\n...'``
+    -- kitoken splits ordinary text at a special-token literal it is not allowed to
+    match (``':' '<' '|'...`` against tiktoken's ``':<' '|'...``); the hypothesis
+    fuzzer shrinks the same bug to ``':<|endoftext|>'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from verify.compare import first_difference
+from verify.findings import Failure
+from verify.sample import Sample
+
+REFERENCE_ENV = "VERIFY_FUZZ_REFERENCE"
+CANDIDATES_ENV = "VERIFY_FUZZ_CANDIDATES"
+MAX_IDS_SHOWN = 2000
+INSTALL_HINT = "atheris is not installed: pip install atheris (Linux or macOS, CPython with a wheel or clang)"
+
+REFERENCE = None  # LocalExecutor, built at import from the environment
+CANDIDATES: list = []
+
+
+def parse_specs(raw: str) -> list[str]:
+    raw = raw.strip()
+    if raw.startswith("["):
+        return [str(s) for s in json.loads(raw)]
+    return [s.strip() for s in raw.split(",") if s.strip()]
+
+
+def configure(reference: str, candidates: list[str]) -> None:
+    """Build the engines (in this process) that ``TestOneInput`` compares."""
+    global REFERENCE, CANDIDATES
+    from verify.engines import build_engine
+    from verify.executors import LocalExecutor
+
+    REFERENCE = LocalExecutor(build_engine(reference))
+    CANDIDATES = [LocalExecutor(build_engine(spec)) for spec in candidates]
+
+
+def text_from_bytes(data: bytes) -> str:
+    """The text ``TestOneInput`` fuzzes for these bytes (also used to decode crash artifacts)."""
+    import atheris
+
+    return atheris.FuzzedDataProvider(data).ConsumeUnicodeNoSurrogates(len(data))
+
+
+def bytes_for_text(text: str) -> bytes:
+    """Fuzzer bytes that ``text_from_bytes`` decodes back to ``text`` (its UTF-32 form)."""
+    return b"\x00" + text.encode("utf-32-le")
+
+
+def write_seeds(corpus: Path, count: int = 300) -> int:
+    """Seed an empty corpus with hostile texts from the hypothesis strategies, so that
+    libFuzzer mutates tokenizer-hostile inputs even where it sees no coverage."""
+    import hashlib
+
+    from hypothesis import HealthCheck, given, settings
+
+    from verify.adversarial.strategies import texts
+
+    if any(corpus.iterdir()):
+        return 0
+    written: list[bytes] = []
+
+    @settings(max_examples=count, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(texts(long_max=200))
+    def collect(text):
+        written.append(bytes_for_text(text))
+
+    collect()
+    for data in written:
+        (corpus / f"seed-{hashlib.sha1(data).hexdigest()}").write_bytes(data)
+    return len(written)
+
+
+def _show(out) -> str:
+    if isinstance(out, Failure):
+        return f"{out.kind} {out.type}: {out.message}"
+    ids = [int(i) for i in out[:MAX_IDS_SHOWN]]
+    return json.dumps(ids) + (f" ... ({out.size} ids)" if out.size > MAX_IDS_SHOWN else "")
+
+
+def TestOneInput(data: bytes) -> None:
+    if REFERENCE is None:
+        raise RuntimeError(f"no engines: set ${REFERENCE_ENV} and ${CANDIDATES_ENV}, or call configure()")
+    text = text_from_bytes(data)
+    sample = Sample.plain("atheris", text)
+    expected = REFERENCE.encode([sample])[0]
+    if isinstance(expected, Failure):
+        raise AssertionError(f"reference {REFERENCE.spec} failed on input {text!r}: {_show(expected)}")
+    for candidate in CANDIDATES:
+        actual = candidate.encode([sample])[0]
+        if isinstance(actual, Failure):
+            raise AssertionError(f"{candidate.spec} failed on input {text!r} (reference {REFERENCE.spec} did not): "
+                                 f"{_show(actual)}")
+        index = first_difference(expected, actual)
+        if index is not None:
+            raise AssertionError(
+                f"{candidate.spec} differs from {REFERENCE.spec} at token {index} on input {text!r}\n"
+                f"  expected: {_show(expected)}\n  actual:   {_show(actual)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    import atheris
+
+    from verify.errors import VerifyError
+
+    argv = list(sys.argv if argv is None else argv)
+    try:
+        with atheris.instrument_imports(include=["verify"]):  # Python-side coverage of the adapters
+            configure(os.environ[REFERENCE_ENV], parse_specs(os.environ.get(CANDIDATES_ENV, "")))
+    except KeyError:
+        sys.exit(f"verify atheris target: set ${REFERENCE_ENV} (and ${CANDIDATES_ENV})")
+    except VerifyError as exc:
+        sys.exit(f"verify atheris target: {exc}")
+    atheris.Setup(argv, TestOneInput)
+    atheris.Fuzz()
+
+
+# --- `verify fuzz --atheris` ---------------------------------------------------
+
+def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: float | None = None,
+                runs: int | None = None, seed: int | None = None) -> int:
+    """Run the target in a subprocess for ``budget_s`` seconds (default 60), then replay
+    its crash artifacts through the ordinary pipeline. Returns the exit code."""
+    import importlib.util
+
+    from verify.commands import EXIT_FINDINGS, EXIT_OK
+    from verify.errors import UsageError
+
+    if importlib.util.find_spec("atheris") is None:
+        raise UsageError(INSTALL_HINT)
+    if not candidates:
+        raise UsageError("no candidate engine: pass --candidate SPEC")
+    out.mkdir(parents=True, exist_ok=True)
+    corpus = out / "atheris-corpus"
+    corpus.mkdir(exist_ok=True)
+    write_seeds(corpus)
+    before = set(_artifacts(out))
+    cmd = [sys.executable, "-m", "verify.adversarial.atheris_target",
+           f"-max_total_time={max(1, round(budget_s or 60))}", f"-artifact_prefix={out}{os.sep}"]
+    if runs is not None:
+        cmd.append(f"-runs={runs}")
+    if seed is not None:
+        cmd.append(f"-seed={seed}")
+    cmd.append(str(corpus))
+    env = {**os.environ, REFERENCE_ENV: reference, CANDIDATES_ENV: json.dumps(candidates)}
+    log = out / "atheris.log"
+    with open(log, "w", encoding="utf-8") as fh:
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
+    found = [p for p in _artifacts(out) if p not in before]
+    if not found:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-1:] or [""]
+        if proc.returncode != 0:
+            raise UsageError(f"atheris target exited with {proc.returncode}: {tail[0]} (log: {log})")
+        print(f"atheris: nothing found in {budget_s or 60:g} s -> {out}")
+        return EXIT_OK
+    replay(reference, candidates, found, out)
+    for path in found:
+        print(f"atheris: {path.name}: {text_from_bytes(path.read_bytes())!r}")
+    print(f"atheris: {len(found)} finding(s), replayed into {out / 'divergences.jsonl'}; log {log}")
+    return EXIT_FINDINGS
+
+
+def _artifacts(out: Path) -> list[Path]:
+    return sorted(p for prefix in ("crash-", "timeout-", "oom-", "leak-") for p in out.glob(prefix + "*"))
+
+
+def replay(reference: str, candidates: list[str], artifacts: list[Path], out: Path) -> None:
+    """Decode artifacts and run them through ``verify run``'s pipeline into ``out``."""
+    from verify.job import RunOptions, run_job
+
+    inputs = out / "atheris-inputs.jsonl"
+    with open(inputs, "w", encoding="utf-8") as fh:
+        for path in artifacts:
+            record = {"id": f"atheris:{path.name}", "text": text_from_bytes(path.read_bytes())}
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    run_job(RunOptions(reference=reference, candidates=list(candidates), corpora=[str(inputs)], out=out,
+                       progress=False, argv=["fuzz", "--atheris"]))
+
+
+if __name__ == "__main__":
+    main()
