@@ -12,7 +12,6 @@ import pytest
 from verify.adversarial import unicode_data as ud
 from verify.adversarial.unicode_sweep import (
     CONTEXTS,
-    SweepResult,
     attribute,
     code_points,
     sweep,
@@ -253,3 +252,44 @@ def test_real_tiktoken_vs_hf(tmp_path):
     assert r.code_points == 1_112_064
     assert r.errors == [] and r.pack_only == []
     assert r.count == 0, (r.mismatched[:20], r.unicode_version, r.whitespace)
+
+
+class RegexModuleBPE(Adapter):
+    """A Python reimplementation of tiktoken: the ``regex`` module's pre-tokenizer
+    (its own, newer Unicode tables) + tiktoken's BPE of each piece."""
+
+    adapter_name = "pyregex"
+    capabilities = Capabilities(special_tokens=False)
+
+    def __init__(self, encoding):
+        import regex
+
+        super().__init__(encoding.name, spec=f"pyregex:{encoding.name}")
+        self.encoding, self.pattern, self.cache = encoding, regex.compile(encoding._pat_str), {}
+
+    def encode_texts(self, texts, allow_special):
+        out = []
+        for text in texts:
+            ids: list[int] = []
+            for piece in self.pattern.findall(text):
+                if piece not in self.cache:
+                    self.cache[piece] = self.encoding._encode_single_piece(piece)
+                ids.extend(self.cache[piece])
+            out.append(np.asarray(ids, dtype=TOKEN_DTYPE))
+        return out
+
+
+@pytest.mark.slow
+def test_real_regex_module_vs_tiktoken_o200k():
+    """The ``regex`` module (Unicode 18 tables in 2026.11) against tiktoken
+    (Unicode 16 letter/number classes in 0.14) on o200k_base: where o200k has
+    merges such as b"\\x95\\n\\n", a class difference shows. Plane 1 holds 17.0
+    and 18.0 additions."""
+    from verify.engines.registry import build_engine
+
+    tk = build_engine("tiktoken:o200k_base")
+    r = sweep(tk, RegexModuleBPE(tk.encoding), start=0x10000, stop=0x20000)
+    if r.count == 0:
+        pytest.skip("tiktoken and the regex module now agree on plane 1")
+    assert r.unicode_version is not None and r.explained >= 0.9, (r.mismatched[:10], r.scores)
+    assert r.whitespace == [] and r.errors == []

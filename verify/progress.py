@@ -50,3 +50,33 @@ def progress_for(label: str, enabled: bool | None = None):
     if enabled is None:
         enabled = sys.stderr.isatty()
     return TerminalProgress(label) if enabled else NullProgress()
+
+
+class _Bar:
+    """A done/total progress bar for long sweeps; ``update(done, total)``."""
+
+    def __init__(self, label: str, enabled: bool):
+        self._progress = None
+        if enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+            self._progress = Progress(TextColumn(label), BarColumn(), TaskProgressColumn(), TimeRemainingColumn(),
+                                      console=Console(stderr=True))
+            self._task = self._progress.add_task(label, total=None)
+
+    def __enter__(self):
+        if self._progress:
+            self._progress.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._progress.__exit__(*exc) if self._progress else False
+
+    def update(self, done: int, total: int) -> None:
+        if self._progress:
+            self._progress.update(self._task, completed=done, total=total)
+
+
+def progress_bar(label: str, enabled: bool | None = None) -> _Bar:
+    return _Bar(label, sys.stderr.isatty() if enabled is None else enabled)

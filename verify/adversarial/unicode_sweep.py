@@ -64,7 +64,12 @@ CONTEXTS: tuple[Context, ...] = (
     Context("contraction", "'{c}a", "after an apostrophe: (?i:'s|'t|...) case folding (U+017F folds to s), apostrophe prefix"),
     Context("run", "{c}{c}{c}{c}", "a run of it: + quantifiers, \\p{N}{1,3} splitting four digits"),
     Context("after-newline", "\n{c}", "after a newline: the [\\r\\n] class, \\s*[\\r\\n]+, [^\\r\\n...] exclusions (U+0085, U+2028)"),
+    Context("before-newline", "{c}\n\n", "before a newline: punctuation runs absorb trailing newlines "
+            "([\\r\\n]* in cl100k, [\\r\\n/]* in o200k), letter runs do not"),
     Context("in-punct", ".{c}.", "between punctuation: membership of the ` ?[^\\s\\p{L}\\p{N}]+` run"),
+    Context("space-before-letter", " {c}a", "space, then it, then a letter: whitespace-or-not decides whether "
+            "the space joins it (` ?[^\\s...]`) or stays behind (`\\s+(?!\\S)`); U+180E lives here"),
+    Context("spaces-before", "  {c}", "two spaces before it: the last-space-joins-the-next-word rule of `\\s+(?!\\S)`"),
 )
 
 # Code points that some engine or other counts as whitespace: Unicode
@@ -373,7 +378,7 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         scored.append((ll, expl, vc, vr))
     # Ties (the same changes, e.g. 12.0 vs 12.1 for most code points) go to the newer candidate version.
     scored.sort(key=lambda s: (-s[0], tuple(-x for x in ud.version_key(s[2])), ud.version_key(s[3])))
-    out["scores"] = [{"candidate": vc, "reference": vr, "log_likelihood": round(ll, 2), "explained": expl}
+    out["scores"] = [{"candidate": vc, "reference": vr, "log_likelihood": round(float(ll), 2), "explained": expl}
                      for ll, expl, vc, vr in scored[:5]]
     best_ll, best_expl, vc, vr = scored[0]
     if best_expl * 2 < m.size:  # a table change must explain most of it
@@ -411,7 +416,8 @@ def _result(ref, cand, bad, errors, pack_only, contexts, n_cp, n_probes, seconds
         count=int(m.size),
         unicode_version=att["unicode_version"],
         reference_unicode_version=att["reference_unicode_version"],
-        version_basis=att["basis"],
+        version_basis=("only whitespace-like code points differ" if ws.size and not non_ws.size
+                       else att["basis"]),
         explained=(explained_cps.size / m.size) if m.size else 0.0,
         whitespace=ud.to_ranges(ws),
         unexplained=ud.to_ranges(unexplained),
@@ -443,11 +449,15 @@ def _range_row(a: int, b: int, result: SweepResult, ref_version: str | None) -> 
     span = _fmt_cp(a) if a == b else f"{_fmt_cp(a)}..{_fmt_cp(b)}"
     first = ud.label(a)
     names = first if a == b else f"{first} .. {ud.label(b)}"
-    assigned = {ud.assigned_in(cp) for cp in (a, b)} - {None}
-    ctxs = sorted({c for cp in range(a, min(b, a + 256) + 1) for c in result.contexts_of.get(cp, [])})
+    oldest = ud.versions()[0]
+    assigned = sorted({ud.assigned_in(cp) for cp in (a, b)} - {None}, key=ud.version_key)
+    assigned_s = ", ".join(f"<={v}" if v == oldest else v for v in assigned) or "-"
+    order = {c.name: i for i, c in enumerate(CONTEXTS)}
+    ctxs = sorted({c for cp in range(a, min(b, a + 256) + 1) for c in result.contexts_of.get(cp, [])},
+                  key=lambda c: order.get(c, 99))
+    ctx_s = "all" if len(ctxs) == len(CONTEXTS) and set(ctxs) == set(order) else ", ".join(ctxs)
     names = names.replace("|", "\\|")
-    return (f"| {span} | {b - a + 1} | {'/'.join(cats)} | {names} | "
-            f"{', '.join(sorted(assigned, key=ud.version_key)) or '-'} | {', '.join(ctxs)} |")
+    return f"| {span} | {b - a + 1} | {'/'.join(cats)} | {names} | {assigned_s} | {ctx_s} |"
 
 
 def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) -> tuple[Any, Any]:
@@ -477,7 +487,9 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
                      f"surrogates excluded), probes: {r.probes:,}, {r.seconds:.1f} s")
         lines.append(f"- mismatching code points: **{r.count:,}** in {len(r.mismatched):,} ranges")
         if r.count:
-            if r.unicode_version:
+            if r.count == sum(b - a + 1 for a, b in r.whitespace):
+                lines.append("- Unicode tables: not implicated (every mismatch is a whitespace-like code point)")
+            elif r.unicode_version:
                 others = [v for v in r.tied_versions if v != r.unicode_version]
                 tie = f" (equally well: {', '.join(others)})" if others else ""
                 lines.append(f"- Unicode tables: candidate **{r.unicode_version}**{tie} vs reference "

@@ -5,4 +5,4 @@ To add a command: write ``verify/commands/NAME.py`` and list it in ``COMMANDS`` 
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-COMMANDS = ["run", "engines", "vocab"]
+COMMANDS = ["run", "sweep", "engines", "vocab", "unicode", "fuzz", "recheck", "check"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
+from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities, package_version
 from verify.errors import ConfigError
 from verify.vocab import convert
 from verify.vocab.known import KNOWN_VOCABS
@@ -62,10 +62,15 @@ def _converted(encoding, vocab_sha256: str) -> Path:
     return out
 
 
+# Unicode version of Oniguruma's tables per tokenizers release, measured with `verify unicode`.
+MEASURED_UNICODE = {"0.23.3": "16.0.0"}
+
+
 class HFEngine(Adapter):
     adapter_name = "hf"
     package = "tokenizers"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, offsets=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, offsets=True,
+                                unicode_version=MEASURED_UNICODE.get(package_version("tokenizers") or ""))
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)

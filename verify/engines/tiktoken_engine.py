@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
+from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities, package_version
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import build_encoding
+
+
+# Unicode version of the character tables per tiktoken release, measured with
+# `verify unicode` (its letter and number classes against each version's tables).
+MEASURED_UNICODE = {"0.14.0": "16.0.0"}
 
 
 class TiktokenEngine(Adapter):
     adapter_name = "tiktoken"
     package = "tiktoken"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True,
+                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
