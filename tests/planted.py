@@ -52,3 +52,35 @@ class ReplacesTokenAt(Adapter):
                 ids[index] = 0
             out.append(ids)
         return out
+
+
+class FastBytes(FakeEngine):
+    """The byte engine, vectorised for plain text: a cheap reference for megabyte inputs."""
+
+    def __init__(self, spec: str = "fake:fast-bytes"):
+        super().__init__("fast-bytes", spec=spec)
+
+    def encode_texts(self, texts, allow_special):
+        if allow_special:
+            return super().encode_texts(texts, True)
+        return [np.frombuffer(t.encode("utf-8"), dtype=np.uint8).astype(np.uint32) for t in texts]
+
+
+class ZeroesPattern(FastBytes):
+    """Fast byte engine that emits id 0 for the first byte of every occurrence of ``pattern``
+    in plain text: a bug that only a short pattern, anywhere in a document, triggers."""
+
+    def __init__(self, pattern: str):
+        super().__init__(spec=f"planted:zeroes-{pattern}")
+        self.pattern = pattern.encode("utf-8")
+
+    def encode_texts(self, texts, allow_special):
+        out = super().encode_texts(texts, allow_special)
+        if not allow_special:
+            for text, ids in zip(texts, out):
+                data = text.encode("utf-8")
+                at = data.find(self.pattern)
+                while at >= 0:
+                    ids[at] = 0
+                    at = data.find(self.pattern, at + 1)
+        return out

@@ -6,6 +6,7 @@ missing file fails fast with one clear error."""
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,8 @@ from verify.progress import progress_for
 from verify.reports.manifest import build_manifest, write_manifest
 from verify.reports.markdown import write_summary
 from verify.runner import Counts, Run, batched
+from verify.classify import load_tags
+from verify.triage import TriageSummary, read_records, triage
 
 KEEP_FOR_SUMMARY = 200
 
@@ -40,6 +43,7 @@ class RunOptions:
     isolate: bool = True
     timeout_s: float = DEFAULT_TIMEOUT_S
     memory_limit_mb: int | None = None
+    minimize_budget_s: float = 120.0  # seconds for triage (cluster + minimise findings); 0 disables
     argv: list[str] = field(default_factory=list)
 
 
@@ -88,6 +92,33 @@ def start_executors(opts: RunOptions, optional: set[str]) -> tuple[list, dict[st
     return started, not_loaded
 
 
+def stream(run: Run, sources: list, opts: RunOptions) -> None:
+    """source -> samples -> engines -> comparison -> findings, batch by batch."""
+    with progress_for("verify run", opts.progress) as progress:
+        for source in sources:
+            run.source_name = source.name
+            samples = source.samples()
+            if opts.limit is not None:
+                samples = itertools.islice(samples, opts.limit)
+            for batch in batched(samples, opts.batch_size):
+                run.process(batch)
+                progress.update(run.counts)
+
+
+def triage_or_report(opts: RunOptions, reference, candidates: list, tags) -> "TriageSummary | dict":
+    """Cluster and minimise the findings. A bug in triage must not cost the run its
+    reports: the findings stay as found and the manifest says what went wrong."""
+    try:
+        return triage(opts.out, reference, {ex.spec: ex for ex in candidates},
+                      budget_s=opts.minimize_budget_s, tags=tags)
+    except (KeyboardInterrupt, VerifyError):
+        raise
+    except Exception as exc:
+        message = f"triage failed ({type(exc).__name__}: {exc}); findings are reported unminimised"
+        print(f"verify: warning: {message}", file=sys.stderr)
+        return {"error": message}
+
+
 def run_job(opts: RunOptions) -> RunResult:
     if not opts.candidates:
         raise UsageError("no candidate engine: pass --candidate SPEC")
@@ -97,6 +128,7 @@ def run_job(opts: RunOptions) -> RunResult:
     opts.candidates, swept = expand_candidates(opts.reference, opts.candidates)
     if not opts.candidates:
         raise UsageError(f"'all' found no installed engine on the vocabulary of {opts.reference}")
+    tags = load_tags() if opts.minimize_budget_s > 0 else []  # a bad adversarial/tags.toml fails fast
     executors, not_loaded = start_executors(opts, swept)
     reference, candidates = executors[0], executors[1:]
     identities = [ex.identity().as_dict() for ex in executors]
@@ -107,18 +139,13 @@ def run_job(opts: RunOptions) -> RunResult:
     run = Run(reference, candidates, writer,
               on_finding=lambda r: kept.append(r) if len(kept) < KEEP_FOR_SUMMARY else None)
     started = time.time()
-    interrupted = False
-    failure: VerifyError | None = None
+    interrupted, failure, triaged = False, None, None
     try:
-        with progress_for("verify run", opts.progress) as progress:
-            for source in sources:
-                run.source_name = source.name
-                samples = source.samples()
-                if opts.limit is not None:
-                    samples = itertools.islice(samples, opts.limit)
-                for batch in batched(samples, opts.batch_size):
-                    run.process(batch)
-                    progress.update(run.counts)
+        stream(run, sources, opts)
+        writer.close()
+        if opts.minimize_budget_s > 0:  # while the executors are still open
+            triaged = triage_or_report(opts, reference, candidates, tags)
+            kept[:] = read_records(opts.out, KEEP_FOR_SUMMARY)  # now with minimised fields
     except KeyboardInterrupt:
         interrupted = True
     except VerifyError as exc:
@@ -137,8 +164,10 @@ def run_job(opts: RunOptions) -> RunResult:
     )
     if failure is not None:
         manifest["aborted"] = str(failure)
+    manifest["triage"] = triaged.as_manifest() if isinstance(triaged, TriageSummary) else triaged
     write_manifest(opts.out, manifest)
-    write_summary(opts.out, manifest, kept)
+    write_summary(opts.out, manifest, kept,
+                  clusters=triaged.cluster_dicts() if isinstance(triaged, TriageSummary) else None)
     if failure is not None:
         raise failure
     if interrupted:

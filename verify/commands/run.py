@@ -40,6 +40,8 @@ def add_parser(sub) -> None:
                      help="per-sample timeout in seconds for isolated engines (default %(default)s)")
     p.add_argument("--memory-limit-mb", type=int, metavar="MB",
                      help="address-space limit for each engine worker")
+    p.add_argument("--minimize-budget", type=float, default=120.0, metavar="S",
+                     help="seconds to cluster and minimise findings after the run; 0 disables (default %(default)s)")
 
 
 def run(args) -> int:
@@ -53,6 +55,8 @@ def run(args) -> int:
         raise UsageError("--timeout must be positive")
     if args.batch_size < 1:
         raise UsageError("--batch-size must be at least 1")
+    if args.minimize_budget < 0:
+        raise UsageError("--minimize-budget must be 0 (off) or positive")
     opts = RunOptions(
         reference=args.reference,
         candidates=args.candidate or list(defaults.get("candidates", [])),
@@ -61,6 +65,7 @@ def run(args) -> int:
         text_field=args.text_field, id_field=args.id_field, limit=args.limit, batch_size=args.batch_size,
         progress=False if args.no_progress else None, argv=sys.argv[1:],
         isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,
+        minimize_budget_s=args.minimize_budget,
     )
     result = run_job(opts)
     c = result.counts

@@ -79,7 +79,7 @@ def _first_cluster_per_engine(out: Path) -> dict[str, str]:
         return {}
     first: dict[str, str] = {}
     for cluster in json.loads(path.read_text(encoding="utf-8")):
-        example = cluster.get("example_minimized")
+        example = cluster.get("example")  # the minimised input: [[text, allow_special], ...]
         text = repr("".join(t for t, _ in example))[:40] if example else ""
         first.setdefault(cluster["engine"], f"`{cluster['key']}` ×{cluster['count']} {text}".replace("|", "\\|"))
     return first

@@ -21,10 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID
+from verify.engines.common import added_token_bytes, cannot_load, has_byte_level_decoder, is_hub_id, vocab_token_bytes
 from verify.errors import ConfigError
-from verify.vocab import convert
-from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import build_encoding
 
@@ -49,7 +47,7 @@ class BasetenkenizerEngine(Adapter):
         self.options["tiktoken_safe"] = safe
 
         doc: str | None = None
-        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+        if is_hub_id(target):
             self.tokenizer = Tokenizer.from_model(target)  # needs a network
             self.vocab_name = target
         else:
@@ -64,10 +62,10 @@ class BasetenkenizerEngine(Adapter):
                 doc = Path(vocab.path).read_text(encoding="utf-8")
                 self.tokenizer = Tokenizer.from_file(str(vocab.path))
             else:
-                raise ConfigError(f"basetenkenizer cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+                raise cannot_load("basetenkenizer", vocab)
         parsed = json.loads(doc) if doc is not None else {}
-        self._added = {int(t["id"]): t["content"].encode() for t in parsed.get("added_tokens", [])}
-        self._byte_level = _is_byte_level(parsed) if doc is not None else None
+        self._added = added_token_bytes(parsed.get("added_tokens", []))
+        self._byte_level = has_byte_level_decoder(parsed) if doc is not None else None
 
     def _encode(self, segments) -> np.ndarray:
         encoding = self.tokenizer.encode_segments(
@@ -82,24 +80,7 @@ class BasetenkenizerEngine(Adapter):
         return self._encode([(seg.text, bool(seg.allow_special)) for seg in segments])
 
     def token_bytes(self, ids):
-        to_bytes = convert.unicode_to_bytes()
-        out = []
-        for i in ids:
-            i = int(i)
-            if i in self._added:
-                out.append(self._added[i])
-                continue
-            token = self.tokenizer.id_to_token(i)
-            if token is None:
-                out.append(b"")
-            elif self._byte_level:
-                out.append(bytes(to_bytes[c] for c in token if c in to_bytes))
-            else:
-                out.append(self.tokenizer.decode([i], skip_special_tokens=False).encode())
-        return out
-
-
-def _is_byte_level(doc: dict) -> bool:
-    decoder = doc.get("decoder") or {}
-    kinds = {decoder.get("type")} | {d.get("type") for d in decoder.get("decoders", [])}
-    return "ByteLevel" in kinds
+        return vocab_token_bytes(
+            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False),
+            added=self._added, byte_level=bool(self._byte_level),
+        )

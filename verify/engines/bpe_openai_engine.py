@@ -9,7 +9,8 @@ builds the encodings by name; it cannot load our resolver's files. Inputs of
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.base import Adapter, Capabilities
+from verify.engines.common import encode_with_tiktoken_api
 from verify.errors import ConfigError
 
 # Loaded from the package's bundled data, not from our resolver's files.
@@ -31,9 +32,7 @@ class BpeOpenAIEngine(Adapter):
         self.vocab_name = target  # the package's own copy; no hash of ours applies
 
     def encode_texts(self, texts, allow_special):
-        if allow_special:
-            return [as_token_array(self.encoding.encode(t, allowed_special="all")) for t in texts]
-        return [as_token_array(self.encoding.encode_ordinary(t)) for t in texts]
+        return encode_with_tiktoken_api(self.encoding, texts, allow_special)
 
     def token_bytes(self, ids):
         return [self.encoding.decode_single_token_bytes(int(i)) for i in ids]

@@ -13,12 +13,9 @@ compatibility layer refuses ``encode_ordinary`` on text holding one), so
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID
+from verify.engines.common import cannot_load, is_hub_id, tiktoken_encoding_name
 from verify.errors import ConfigError
-from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import family_definition
 
@@ -40,16 +37,14 @@ class GigatokenEngine(Adapter):
         super().__init__(target, options, spec)
         import gigatoken
 
-        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+        if is_hub_id(target):
             self.tokenizer = gigatoken.Tokenizer(target)  # needs a network
             self.vocab_name = target
         else:
             vocab = resolve_vocab(target)
             self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
             if vocab.kind == "tiktoken":
-                name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
-                if not name:
-                    raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
+                name = tiktoken_encoding_name(vocab, self.options)
                 scheme = self.options.get("pretokenizer") or PRETOKENIZERS.get(name)
                 if scheme is None:
                     raise ConfigError(f"gigatoken has no pretokenizer for encoding '{name}'")
@@ -61,7 +56,7 @@ class GigatokenEngine(Adapter):
             elif vocab.kind == "sentencepiece":
                 self.tokenizer = gigatoken.Tokenizer.from_sentencepiece(str(vocab.path))
             else:
-                raise ConfigError(f"gigatoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+                raise cannot_load("gigatoken", vocab)
         self._vocab: dict[int, bytes] | None = None
 
     def encode_texts(self, texts, allow_special):

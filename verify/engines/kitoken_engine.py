@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.errors import ConfigError
+from verify.engines.common import cannot_load
 from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = (
@@ -45,7 +45,7 @@ class KitokenEngine(Adapter):
         elif vocab.kind == "tekken-json":
             self.tokenizer = Kitoken.from_tekken(Path(path).read_bytes())
         else:
-            raise ConfigError(f"kitoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            raise cannot_load("kitoken", vocab)
 
     def encode_texts(self, texts, allow_special):
         if not texts:

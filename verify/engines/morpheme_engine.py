@@ -13,15 +13,10 @@ tokens always match, so ``capabilities.special_tokens`` is False and
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID, _converted
+from verify.engines.common import is_hub_id, tokenizer_json_path, vocab_token_bytes
 from verify.errors import ConfigError
-from verify.vocab import convert
-from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
@@ -35,18 +30,13 @@ class MorphemeEngine(Adapter):
         super().__init__(target, options, spec)
         import morpheme
 
-        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+        if is_hub_id(target):
             self.tokenizer = morpheme.Tokenizer.from_pretrained(target)  # needs a network
             self.vocab_name = target
         else:
             vocab = resolve_vocab(target)
             self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-            elif vocab.kind == "hf-json":
-                path = vocab.path
-            else:
-                raise ConfigError(f"morpheme cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            path = tokenizer_json_path(vocab, self.options, "morpheme")
             try:
                 self.tokenizer = morpheme.Tokenizer.from_file(str(path))
             except morpheme.MorphemeError as exc:
@@ -59,14 +49,6 @@ class MorphemeEngine(Adapter):
         return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def token_bytes(self, ids):
-        to_bytes = convert.unicode_to_bytes()
-        out = []
-        for i in ids:
-            token = self.tokenizer.id_to_token(int(i))
-            if token is None:
-                out.append(b"")
-            elif all(c in to_bytes for c in token):
-                out.append(bytes(to_bytes[c] for c in token))
-            else:
-                out.append(self.tokenizer.decode([int(i)], skip_special_tokens=False).encode())
-        return out
+        return vocab_token_bytes(
+            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False)
+        )

@@ -15,7 +15,8 @@ import gzip
 import hashlib
 from pathlib import Path
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.base import Adapter, Capabilities
+from verify.engines.common import encode_with_tiktoken_api
 from verify.errors import ConfigError
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
@@ -40,9 +41,7 @@ class PuretiktokenEngine(Adapter):
                 self.vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
 
     def encode_texts(self, texts, allow_special):
-        if allow_special:
-            return [as_token_array(self.encoding.encode(t, allowed_special="all")) for t in texts]
-        return [as_token_array(self.encoding.encode_ordinary(t)) for t in texts]
+        return encode_with_tiktoken_api(self.encoding, texts, allow_special)
 
     def token_bytes(self, ids):
         return [self.encoding.decode_bytes([int(i)]) for i in ids]

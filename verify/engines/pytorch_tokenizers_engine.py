@@ -22,13 +22,11 @@ such a literal would encode to that id.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import _converted
+from verify.engines.common import tiktoken_encoding_name, tokenizer_json_path
 from verify.errors import ConfigError
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding, family_definition, load_ranks
+from verify.vocab.tiktoken_family import family_definition, load_ranks
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 
@@ -50,9 +48,7 @@ class PytorchTokenizersEngine(Adapter):
         if backend == "tiktoken":
             if vocab.kind != "tiktoken":
                 raise ConfigError(f"backend=tiktoken needs a tiktoken ranks file, not '{vocab.kind}'")
-            name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
-            if not name:
-                raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
+            name = tiktoken_encoding_name(vocab, self.options)
             family = family_definition(name)
             base = len(load_ranks(vocab))
             by_id = {i: s for s, i in family["special_tokens"].items()}
@@ -62,12 +58,7 @@ class PytorchTokenizersEngine(Adapter):
             self.tokenizer = ptt.CppTiktoken(family["pat_str"], specials, 0, 0)
             self.tokenizer.load(str(vocab.path))
         else:
-            if vocab.kind == "tiktoken":
-                path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-            elif vocab.kind == "hf-json":
-                path = Path(vocab.path)
-            else:
-                raise ConfigError(f"pytorch-tokenizers cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            path = tokenizer_json_path(vocab, self.options, "pytorch-tokenizers")
             self.tokenizer = ptt.CppHFTokenizer()
             try:
                 self.tokenizer.load(str(path))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.toktok_engine import table_sha256
+from verify.engines.base import Adapter, Capabilities
+from verify.engines.common import split_by_offsets, table_sha256
 from verify.errors import ConfigError
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
@@ -58,9 +58,7 @@ class QuicktokEngine(Adapter):
         if not texts:
             return []
         ids, offsets = self.tokenizer.encode_batch(list(texts), self._threads, bool(allow_special))
-        ids = np.asarray(ids)
-        offsets = np.asarray(offsets)
-        return [as_token_array(ids[offsets[i]:offsets[i + 1]].copy()) for i in range(len(texts))]
+        return split_by_offsets(np.asarray(ids), np.asarray(offsets), len(texts))
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]

@@ -8,7 +8,7 @@ resolver, the split pattern and special tokens from tiktoken's definitions.
 from __future__ import annotations
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.errors import ConfigError
+from verify.engines.common import cannot_load, tiktoken_encoding_name
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import family_definition, load_ranks
 
@@ -26,12 +26,9 @@ class RiptokenEngine(Adapter):
 
         vocab = resolve_vocab(target)
         if vocab.kind != "tiktoken":
-            raise ConfigError(f"riptoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            raise cannot_load("riptoken", vocab)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
-        if not name:
-            raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
-        family = family_definition(name)
+        family = family_definition(tiktoken_encoding_name(vocab, self.options))
         self._specials = set(family["special_tokens"])
         self.bpe = riptoken.CoreBPE(load_ranks(vocab), family["special_tokens"], family["pat_str"])
 

@@ -9,7 +9,7 @@ No BOS/EOS are added. SentencePiece never parses control tokens (``<s>``,
 from __future__ import annotations
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.errors import ConfigError
+from verify.engines.common import cannot_load
 from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = ("mistral-spm-v1", "mistral-spm-v3")
@@ -26,7 +26,7 @@ class SentencePieceEngine(Adapter):
 
         vocab = resolve_vocab(target)
         if vocab.kind != "sentencepiece":
-            raise ConfigError(f"sentencepiece cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            raise cannot_load("sentencepiece", vocab)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
         self.processor = sentencepiece.SentencePieceProcessor(model_file=str(vocab.path))
 

@@ -14,14 +14,10 @@ The engine never downloads. It has no switch to treat added tokens as text:
 
 from __future__ import annotations
 
-import numpy as np
-
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import _converted
+from verify.engines.base import Adapter, Capabilities
+from verify.engines.common import split_flat_buffers, tokenizer_json_path, vocab_token_bytes
 from verify.errors import ConfigError
-from verify.vocab import convert
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding
 
 OFFLINE_VOCABS: tuple[str, ...] = ("deepseek-v3",)
 
@@ -37,12 +33,7 @@ class SnaptokensEngine(Adapter):
 
         vocab = resolve_vocab(target)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        if vocab.kind == "tiktoken":
-            path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-        elif vocab.kind == "hf-json":
-            path = vocab.path
-        else:
-            raise ConfigError(f"snaptokens cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+        path = tokenizer_json_path(vocab, self.options, "snaptokens")
         try:
             self.tokenizer = Tokenizer.from_file(str(path))
         except ValueError as exc:
@@ -53,19 +44,9 @@ class SnaptokensEngine(Adapter):
         if not texts:
             return []
         ids, offsets = self.tokenizer.encode_batch_flat(list(texts), add_special_tokens=False)
-        flat = np.frombuffer(ids, dtype="<u4")
-        bounds = np.frombuffer(offsets, dtype="<u8")
-        return [as_token_array(flat[bounds[i]:bounds[i + 1]].copy()) for i in range(len(texts))]
+        return split_flat_buffers(ids, offsets, len(texts))
 
     def token_bytes(self, ids):
-        to_bytes = convert.unicode_to_bytes()
-        out = []
-        for i in ids:
-            token = self.tokenizer.id_to_token(int(i))
-            if token is None:
-                out.append(b"")
-            elif all(c in to_bytes for c in token):
-                out.append(bytes(to_bytes[c] for c in token))
-            else:
-                out.append(self.tokenizer.decode([int(i)], skip_special_tokens=False).encode())
-        return out
+        return vocab_token_bytes(
+            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False)
+        )

@@ -26,6 +26,7 @@ every special (``encode_with_special``).
 from __future__ import annotations
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.common import cannot_load
 from verify.errors import ConfigError
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import family_definition
@@ -64,7 +65,7 @@ class SplintrEngine(Adapter):
             elif vocab.kind == "hf-json":
                 self.tokenizer = splintr.from_json(str(vocab.path))
             else:
-                raise ConfigError(f"splintr cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+                raise cannot_load("splintr", vocab)
         if _truthy(self.options.get("pcre2", False)):
             self.tokenizer = self.tokenizer.pcre2(True)
 

@@ -10,7 +10,7 @@ No BOS/EOS are added.
 from __future__ import annotations
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.errors import ConfigError
+from verify.engines.common import cannot_load
 from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = ("tekken", "tekken_240718")
@@ -28,7 +28,7 @@ class TekkenEngine(Adapter):
 
         vocab = resolve_vocab(target)
         if vocab.kind not in ("tekken-json", "hf-json"):
-            raise ConfigError(f"tekken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            raise cannot_load("tekken", vocab)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
         self.tokenizer = Tekkenizer.from_file(str(vocab.path))
         self._keep = SpecialTokenPolicy.KEEP

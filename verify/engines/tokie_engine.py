@@ -11,14 +11,9 @@ tokie has no switch for special-token literals (added tokens always match), so
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID, _converted
-from verify.errors import ConfigError
-from verify.vocab.known import KNOWN_VOCABS
+from verify.engines.common import is_hub_id, tokenizer_json_path
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
@@ -32,19 +27,13 @@ class TokieEngine(Adapter):
         super().__init__(target, options, spec)
         import tokie
 
-        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+        if is_hub_id(target):
             self.tokenizer = tokie.Tokenizer.from_pretrained(target)  # needs a network
             self.vocab_name = target
             return
         vocab = resolve_vocab(target)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        if vocab.kind == "tiktoken":
-            path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-        elif vocab.kind == "hf-json":
-            path = vocab.path
-        else:
-            raise ConfigError(f"tokie cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
-        self.tokenizer = tokie.Tokenizer.from_json(str(path))
+        self.tokenizer = tokie.Tokenizer.from_json(str(tokenizer_json_path(vocab, self.options, "tokie")))
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).

@@ -30,11 +30,8 @@ import shutil
 from pathlib import Path
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID, _converted
-from verify.errors import ConfigError
-from verify.vocab.known import KNOWN_VOCABS
+from verify.engines.common import HUB_ID, is_local_target, tokenizer_json_path
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
@@ -61,7 +58,7 @@ class ToktierEngine(Adapter):
         if policy is not None:
             kwargs["policy"] = toktier.RoutingPolicy(str(policy).lower())
 
-        local = target in KNOWN_VOCABS or Path(target).exists()
+        local = is_local_target(target)
         if not local and HUB_ID.fullmatch(target):
             self.tokenizer = toktier.from_pretrained(target, **kwargs)  # needs a network
             self.vocab_name = target
@@ -75,13 +72,7 @@ class ToktierEngine(Adapter):
     def _local_tokenizer_json(self, target: str) -> Path:
         vocab = resolve_vocab(target)
         self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        if vocab.kind == "tiktoken":
-            path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-        elif vocab.kind == "hf-json":
-            path = Path(vocab.path)
-        else:
-            raise ConfigError(f"toktier cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
-        return path
+        return tokenizer_json_path(vocab, self.options, "toktier")
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured: toktier always matches added tokens

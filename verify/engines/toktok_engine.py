@@ -15,23 +15,13 @@ encode/decode surface. ``allow_special=False`` uses ``with_special=False``
 
 from __future__ import annotations
 
-import base64
-import hashlib
-
 import numpy as np
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.base import Adapter, Capabilities
+from verify.engines.common import split_by_offsets, table_sha256
 from verify.errors import ConfigError
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
-
-
-def table_sha256(ranked) -> str:
-    """SHA-256 of ``(rank, token bytes)`` pairs, in rank order, written in tiktoken's file format."""
-    h = hashlib.sha256()
-    for rank, tok in ranked:
-        h.update(base64.b64encode(bytes(tok)) + b" " + str(rank).encode() + b"\n")
-    return h.hexdigest()
 
 
 class ToktokEngine(Adapter):
@@ -56,9 +46,7 @@ class ToktokEngine(Adapter):
         if not texts:
             return []
         ids, offsets = self.tokenizer.encode_batch_to_numpy(list(texts), self._threads, bool(allow_special))
-        ids = np.asarray(ids)
-        offsets = np.asarray(offsets)
-        return [as_token_array(ids[offsets[i]:offsets[i + 1]].copy()) for i in range(len(texts))]
+        return split_by_offsets(np.asarray(ids), np.asarray(offsets), len(texts))
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]

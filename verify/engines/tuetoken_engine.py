@@ -20,12 +20,9 @@ import json
 from pathlib import Path
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.hf_engine import HUB_ID, _converted
+from verify.engines.common import added_token_bytes, is_hub_id, tokenizer_json_path, vocab_token_bytes
 from verify.errors import ConfigError
-from verify.vocab import convert
-from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import build_encoding
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
@@ -41,7 +38,7 @@ class TuetokenEngine(Adapter):
         super().__init__(target, options, spec)
         import tuetoken
 
-        if target not in KNOWN_VOCABS and not Path(target).exists() and HUB_ID.fullmatch(target):
+        if is_hub_id(target):
             from huggingface_hub import hf_hub_download
 
             path = Path(hf_hub_download(target, "tokenizer.json"))  # needs a network
@@ -49,19 +46,14 @@ class TuetokenEngine(Adapter):
         else:
             vocab = resolve_vocab(target)
             self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                path = _converted(build_encoding(vocab, self.options.get("encoding")), vocab.sha256)
-            elif vocab.kind == "hf-json":
-                path = vocab.path
-            else:
-                raise ConfigError(f"tuetoken cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+            path = tokenizer_json_path(vocab, self.options, "tuetoken")
         try:
             self.auto = tuetoken.AutoTokenizer.from_file(str(path))
             self.core = tuetoken.Tokenizer(str(path))
         except Exception as exc:  # the engine fails closed on what it cannot reproduce
             raise ConfigError(f"tuetoken refuses {path}: {exc}") from exc
         added = json.loads(Path(path).read_text(encoding="utf-8")).get("added_tokens") or []
-        self._added = {int(a["id"]): str(a["content"]).encode() for a in added}
+        self._added = added_token_bytes(added)
         plain = [a for a in added if not a.get("special", False)]
         self._plain_added = bool(plain)
         if plain:
@@ -80,16 +72,6 @@ class TuetokenEngine(Adapter):
         return [as_token_array(ids) for ids in self.core.encode_ordinary_batch(list(texts), self._threads)]
 
     def token_bytes(self, ids):
-        to_bytes = convert.unicode_to_bytes()
-        out = []
-        for i, token in zip(ids, self.auto.convert_ids_to_tokens([int(i) for i in ids])):
-            i = int(i)
-            if i in self._added:
-                out.append(self._added[i])
-            elif token is None:
-                out.append(b"")
-            elif all(c in to_bytes for c in token):
-                out.append(bytes(to_bytes[c] for c in token))
-            else:
-                out.append(self.core.decode([i]).encode())
-        return out
+        ints = [int(i) for i in ids]
+        tokens = dict(zip(ints, self.auto.convert_ids_to_tokens(ints)))  # one batched lookup
+        return vocab_token_bytes(ints, tokens.get, lambda i: self.core.decode([i]), added=self._added)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 MAX_LISTED = 50
+EXAMPLE_CHARS = 60
 
 
 def _cell(value: Any) -> str:
@@ -14,7 +15,28 @@ def _cell(value: Any) -> str:
     return text.replace("|", "\\|").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]]) -> str:
+def _example(segments: list | None) -> str:
+    """A minimised input as a Python repr, at most EXAMPLE_CHARS characters."""
+    if not segments:
+        return ""
+    plain = len(segments) == 1 and not segments[0][1]
+    text = repr(segments[0][0]) if plain else repr([tuple(s) for s in segments])
+    text = text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS - 1] + "…"
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {_cell(text)} {fence}" if fence == "``" else f"`{_cell(text)}`"
+
+
+def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
+    lines = [f"## Clusters ({len(clusters)}; details in clusters.json)", "",
+             "| cluster | engine | count | tags | minimised example |", "|---|---|---|---|---|"]
+    for c in clusters:
+        lines.append(f"| `{_cell(c['key'])}` | `{c['engine']}` | {c['count']} | {_cell(', '.join(c['tags']))} | "
+                     f"{_example(c.get('example'))} |")
+    return lines + [""]
+
+
+def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
+                   clusters: list[dict[str, Any]] | None = None) -> str:
     counts = manifest["counts"]
     ok = counts["samples"] > 0 and counts["verified"] == counts["samples"]
     lines = [
@@ -44,23 +66,27 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]]) -> 
         lines.append(f"| `{spec}` | " + " | ".join(str(tally[k]) for k in
                                                   ("verified", "diverged", "error", "crash", "timeout", "skipped")) + " |")
     lines.append("")
+    if clusters:
+        lines += _clusters_section(clusters)
     if findings:
         lines += [f"## Findings ({counts['findings']}; first {min(len(findings), MAX_LISTED)} listed, "
                   "all in divergences.jsonl)", "",
-                  "| kind | engine | sample | token | byte | context | expected | actual |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| kind | engine | sample | token | byte | context | expected | actual | minimised |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for f in findings[:MAX_LISTED]:
             ctx = f.get("context") or {}
             context = f"{ctx.get('before', '')[-20:]}⟦{ctx.get('after', '')[:12]}" if ctx else ""
             exp = f.get("expected", {}).get("pieces") or f.get("expected", {}).get("ids") or ""
             act = f.get("actual", {}).get("pieces") or f.get("actual", {}).get("ids") or f.get("error", {}).get("message", "")
             lines.append(f"| {f['kind']} | `{f['engine']}` | `{_cell(f['sample_id'])}` | {f.get('token_index', '')} | "
-                         f"{f.get('byte_offset', '')} | {_cell(context)} | {_cell(exp)} | {_cell(act)} |")
+                         f"{f.get('byte_offset', '')} | {_cell(context)} | {_cell(exp)} | {_cell(act)} | "
+                         f"{_example((f.get('minimized') or {}).get('input'))} |")
         lines.append("")
     return "\n".join(lines)
 
 
-def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]]) -> Path:
+def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]],
+                  clusters: list[dict[str, Any]] | None = None) -> Path:
     path = out_dir / "summary.md"
-    path.write_text(render_summary(manifest, findings), encoding="utf-8")
+    path.write_text(render_summary(manifest, findings, clusters), encoding="utf-8")
     return path

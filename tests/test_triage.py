@@ -1,0 +1,210 @@
+"""Triage of a finished run: every record signed and clustered, one per cluster minimised,
+the file rewritten in place; and the same through `verify run` end to end."""
+
+import json
+import random
+
+import pytest
+
+from conftest import run_cli
+from verify.classify import LONG_INPUT, load_tags
+from verify.engines.fake import FakeEngine
+from verify.executors import LocalExecutor
+from verify.findings import FindingWriter
+from verify.runner import Run
+from verify.sample import Sample
+from verify.triage import read_records, triage
+
+from planted import FastBytes, ZeroesPattern
+
+PATTERN = "Zq\u00e9"
+
+
+def filler(n, seed=1):
+    rng = random.Random(seed)
+    return "".join(rng.choice("abcdefgh ijklnop") for _ in range(n))
+
+
+SAMPLES = [
+    Sample.plain("a", f"hello {PATTERN} world"),             # space before the pattern
+    Sample.plain("b", f"{filler(300)} {PATTERN} {filler(50)}"),  # same signature, larger
+    Sample.plain("c", f"abc{PATTERN}"),                       # letter before: another cluster
+    Sample.plain("big", f"{filler(LONG_INPUT + 5000)} {PATTERN}{filler(40)}"),  # input_file, long-input
+    Sample.plain("ok", "nothing to see"),
+]
+
+
+class Combined(ZeroesPattern):
+    """Zeroes the pattern (ids findings) and raises on 'boom' (error findings)."""
+
+    def __init__(self):
+        super().__init__(PATTERN)
+        self.spec = "planted:combined"
+
+    def encode_texts(self, texts, allow_special):
+        if any("boom" in t for t in texts):
+            raise ValueError("planted failure on 'boom'")
+        return super().encode_texts(texts, allow_special)
+
+
+def run_to(out, samples, candidate=None):
+    reference, cand = LocalExecutor(FastBytes()), LocalExecutor(candidate or Combined())
+    writer = FindingWriter(out)
+    Run(reference, [cand], writer, source_name="test").process(list(samples))
+    writer.close()
+    return reference, cand
+
+
+def by_id(out):
+    return {r["sample_id"]: r for r in read_records(out)}
+
+
+def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
+    samples = SAMPLES + [Sample.plain("err", "a long line with a boom in it"), Sample.plain("err2", "boom!")]
+    reference, cand = run_to(tmp_path, samples)
+    summary = triage(tmp_path, reference, {cand.spec: cand}, tags=[])
+    records = by_id(tmp_path)
+    assert set(records) == {"a", "b", "c", "big", "err", "err2"}
+    assert summary.records == 6 and len(summary.clusters) == 4 and summary.minimised == 4
+
+    a, b = records["a"], records["b"]
+    assert a["cluster"] == b["cluster"] == "ids/Zs+Lu/Common+Latin/space|letter"
+    assert a["minimized"]["input"] == [[PATTERN, False]]
+    m = a["minimized"]
+    assert (m["token_index"], m["byte_offset"], m["char_offset"]) == (0, 0, 0)
+    assert m["expected"]["ids"][0] == ord("Z") and m["actual"]["ids"][0] == 0
+    assert m["calls"] > 0 and m["seconds"] >= 0 and not m["stopped_on_budget"]
+    assert b["minimized"] is None and b["minimized_skipped"] == "not first in cluster"
+    assert records["c"]["cluster"] == "ids/Ll+Lu/Latin+Latin/letter|letter"
+
+    big = records["big"]
+    assert "input_file" in big and big["minimized"]["input"] == [[PATTERN, False]]
+    assert big["cluster"] == a["cluster"] + "/long-input"
+    assert records["err"]["cluster"] == records["err2"]["cluster"] == "error/ValueError"
+    err = records["err2"] if records["err2"]["minimized"] else records["err"]
+    assert err["minimized"]["input"] == [["boom", False]] and err["minimized"]["error"]["type"] == "ValueError"
+
+    clusters = json.loads((tmp_path / "clusters.json").read_text())
+    assert [c["count"] for c in clusters] == [c.count for c in summary.clusters]
+    first = next(c for c in clusters if c["key"] == a["cluster"])
+    assert first["sample_ids"][:2] == ["a", "b"] or set(first["sample_ids"]) >= {"a", "b"}
+    assert first["example"] == [[PATTERN, False]]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temp files left
+
+
+def test_per_cluster_and_tags(tmp_path):
+    reference, cand = run_to(tmp_path, SAMPLES[:2])
+    tags_file = tmp_path / "tags.toml"
+    tags_file.write_text('[[tag]]\nengine = "combined"\nsignature = "space\\\\|letter"\ntag = "pattern bug"\n')
+    summary = triage(tmp_path, reference, {cand.spec: cand}, per_cluster=2, tags=load_tags(tags_file))
+    records = by_id(tmp_path)
+    assert all(r["minimized"]["input"] == [[PATTERN, False]] for r in records.values())
+    assert all(r["tags"] == ["pattern bug"] for r in records.values())
+    assert summary.clusters[0].tags == ["pattern bug"]
+
+
+def test_an_exhausted_budget_leaves_records_unminimised_and_says_why(tmp_path):
+    reference, cand = run_to(tmp_path, SAMPLES[:3])
+    summary = triage(tmp_path, reference, {cand.spec: cand}, budget_s=1e-9, tags=[])
+    records = by_id(tmp_path)
+    assert summary.minimised == 0
+    assert records["a"]["minimized"] is None and records["a"]["minimized_skipped"] == "budget"
+    assert records["c"]["minimized_skipped"] == "budget"
+
+
+def test_a_finding_that_no_longer_reproduces_is_not_minimised(tmp_path):
+    reference, cand = run_to(tmp_path, SAMPLES[:1])
+    fixed = LocalExecutor(FakeEngine(spec=cand.spec))  # "the same engine", now correct
+    triage(tmp_path, reference, {cand.spec: fixed}, tags=[])
+    assert by_id(tmp_path)["a"]["minimized_skipped"] == "did not reproduce"
+
+
+def test_no_findings_gives_an_empty_clusters_file(tmp_path):
+    reference, cand = run_to(tmp_path, [Sample.plain("ok", "fine")])
+    summary = triage(tmp_path, reference, {cand.spec: cand}, tags=[])
+    assert summary.records == 0 and json.loads((tmp_path / "clusters.json").read_text()) == []
+    assert (tmp_path / "divergences.jsonl").read_text() == ""
+
+
+def test_a_megabyte_document_is_minimised_within_the_budget(tmp_path):
+    text = filler(1 << 20, seed=5)
+    text = text[:700_000] + PATTERN + text[700_000:]
+    reference, cand = run_to(tmp_path, [Sample.plain("mb", text)])
+    summary = triage(tmp_path, reference, {cand.spec: cand}, budget_s=30, tags=[])
+    (record,) = read_records(tmp_path)
+    assert record["minimized"]["input"] == [[PATTERN, False]] and "long-input" in record["cluster"]
+    assert summary.seconds < 5
+
+
+PLUGIN = '''
+from tokenizers import Tokenizer
+
+class Engine:
+    def __init__(self, plant):
+        self.tok = Tokenizer.from_file(PATH)
+        self.plant = plant
+    def encode_batch(self, texts):
+        out = []
+        for text in texts:
+            if self.plant and "boom" in text:
+                raise RuntimeError("planted error")
+            enc = self.tok.encode(text, add_special_tokens=False)
+            ids = list(enc.ids)
+            at = text.find("planted") if self.plant else -1
+            if at >= 0:
+                hit = next((i for i, (start, _) in enumerate(enc.offsets) if start >= at), None)
+                if hit is not None:
+                    ids[hit] = 0
+            out.append(ids)
+        return out
+
+def good():
+    return Engine(False)
+
+def planted():
+    return Engine(True)
+'''
+
+
+@pytest.fixture
+def e2e(plugin_dir, tiny_tokenizer_json, write_jsonl):
+    (plugin_dir / "triage_plugin.py").write_text(PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
+    big = filler(150_000, seed=9)
+    corpus = write_jsonl([{"id": i, "text": t} for i, t in [
+        ("d0", "hello world"), ("d1", "this line is planted here"), ("d2", "another planted one here"),
+        ("d3", big[:90_000] + " planted " + big[90_000:]), ("d4", "a boom here"), ("d5", "fine text")]])
+    return "python:triage_plugin:planted", corpus
+
+
+def test_verify_run_minimises_and_writes_clusters(tmp_path, tiny_spec, e2e):
+    candidate, corpus = e2e
+    out = tmp_path / "out"
+    proc = run_cli("run", "--reference", tiny_spec, "--candidate", candidate, "--corpus", str(corpus),
+                   "--out", str(out), "--no-progress")
+    assert proc.returncode == 1, proc.stderr
+    records = {r["sample_id"]: r for r in read_records(out)}
+    assert set(records) == {"d1", "d2", "d3", "d4"}
+    assert all("signature" in r and "cluster" in r and "tags" in r and "minimized" in r for r in records.values())
+    assert records["d1"]["cluster"] == records["d2"]["cluster"]
+    # the smaller input of the cluster is the one minimised
+    assert records["d2"]["minimized"]["input"] == [["planted", False]]
+    assert records["d1"]["minimized"] is None and records["d1"]["minimized_skipped"] == "not first in cluster"
+    assert "long-input" in records["d3"]["cluster"] and records["d3"]["minimized"]["input"] == [["planted", False]]
+    assert records["d4"]["minimized"]["input"] == [["boom", False]]
+    clusters = json.loads((out / "clusters.json").read_text())
+    assert sorted(c["count"] for c in clusters) == [1, 1, 2]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["triage"]["clusters"] == 3 and manifest["triage"]["minimised"] == 3
+    summary = (out / "summary.md").read_text()
+    assert "## Clusters" in summary and "`'planted'`" in summary and "`'boom'`" in summary
+
+
+def test_verify_run_minimize_budget_zero_disables_triage(tmp_path, tiny_spec, e2e):
+    candidate, corpus = e2e
+    out = tmp_path / "out"
+    proc = run_cli("run", "--reference", tiny_spec, "--candidate", candidate, "--corpus", str(corpus),
+                   "--out", str(out), "--no-progress", "--minimize-budget", "0")
+    assert proc.returncode == 1, proc.stderr
+    assert not (out / "clusters.json").exists()
+    assert all("minimized" not in r for r in read_records(out))
+    assert json.loads((out / "manifest.json").read_text())["triage"] is None
