@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from verify.corpus.generated import generate
+from verify.corpora.generated import generate
 from verify.engines import build_engine
 from verify.executors import LocalExecutor
 from verify.executors.isolated import IsolatedExecutor

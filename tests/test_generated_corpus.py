@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from verify.corpus import generated
+from verify.corpora import generated
 from verify.sample import Sample
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +39,7 @@ def test_same_seed_same_samples():
 @pytest.mark.parametrize("hashseed", ["0", "12345"])
 def test_identical_across_processes(hashseed):
     code = ("import hashlib, json\n"
-            "from verify.corpus import generated\n"
+            "from verify.corpora import generated\n"
             "h = hashlib.sha256()\n"
             "for s in generated.generate(3, 150, 1):\n"
             "    h.update(json.dumps(s.to_json(), ensure_ascii=True).encode('ascii')); h.update(b'\\n')\n"

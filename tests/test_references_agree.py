@@ -4,7 +4,7 @@ that verify builds from the same ranks (same pattern, merges from ranks)."""
 import numpy as np
 import pytest
 
-from verify.corpus.generated import generate
+from verify.corpora.generated import generate
 from verify.engines import build_engine
 from verify.sample import Sample
 

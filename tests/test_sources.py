@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from verify.corpus import open_corpus
+from verify.corpora import open_corpus
 from verify.errors import CorpusError
 
 

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verify.corpus import open_corpus
+from verify.corpora import open_corpus
 from verify.config import named_engines
 from verify.engines import build_engine
 from verify.engines.registry import adapters, parse_spec

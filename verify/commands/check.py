@@ -47,7 +47,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from verify.adversarial.metamorphic import CHECKS, check_samples
-    from verify.corpus import open_corpus
+    from verify.corpora import open_corpus
     from verify.engines import build_engine
     from verify.findings import FindingWriter
 

@@ -1079,7 +1079,7 @@ def parse_sample_id(value: str) -> tuple[int, int]:
 def describe(seed: int = 0, documents: int = 2000, long_documents: int = 3) -> dict:
     """Everything needed to regenerate the run, for the run manifest."""
     return {
-        "generator": "verify.corpus.generated",
+        "generator": "verify.corpora.generated",
         "generator_version": GENERATOR_VERSION,
         "seed": seed,
         "documents": documents,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol
 
 from verify.config import named_corpora
-from verify.corpus import files
+from verify.corpora import files
 from verify.errors import ConfigError, CorpusError
 from verify.sample import Sample
 
@@ -35,13 +35,13 @@ class GeneratedSource:
     long_documents: int = 3
 
     def describe(self) -> dict[str, Any]:
-        from verify.corpus import generated
+        from verify.corpora import generated
 
         return {"name": self.name, "kind": "generated",
                 **generated.describe(self.seed, self.documents, self.long_documents)}
 
     def samples(self) -> Iterator[Sample]:
-        from verify.corpus import generated
+        from verify.corpora import generated
 
         return generated.generate(self.seed, self.documents, self.long_documents)
 
