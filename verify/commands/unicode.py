@@ -24,7 +24,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("unicode", help="sweep every code point; attribute mismatches to a Unicode version")
     p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC")
     p.add_argument("--candidate", action="append", metavar="SPEC",
-                   help=f"repeatable; default {', '.join(defaults.get('candidates', []))}")
+                   help=f"repeatable, or 'all' (every installed engine on the reference's vocabulary); "
+                        f"default {', '.join(defaults.get('candidates', []))}")
     p.add_argument("--out", type=Path, help="report directory (default reports/unicode-TIMESTAMP)")
     p.add_argument("--start", type=_code_point, default=0, metavar="HEX", help="first code point (default 0)")
     p.add_argument("--stop", type=_code_point, default=0x110000, metavar="HEX",
@@ -36,11 +37,12 @@ def run(args) -> int:
     from verify.adversarial.unicode_sweep import sweep_many, write_unicode_report
     from verify.config import project_dir, run_defaults
     from verify.engines import build_engine
+    from verify.job import expand_candidates
     from verify.progress import progress_bar
 
     if args.start >= args.stop:
         raise UsageError("--start must be below --stop")
-    candidates = args.candidate or list(run_defaults().get("candidates", []))
+    candidates, _ = expand_candidates(args.reference, args.candidate or list(run_defaults().get("candidates", [])))
     out = args.out or project_dir() / "reports" / time.strftime("unicode-%Y%m%d-%H%M%S")
     reference = build_engine(args.reference)
     engines = [build_engine(spec) for spec in candidates]
