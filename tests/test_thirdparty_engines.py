@@ -2,7 +2,7 @@
 
 Each class builds its engine offline on the nearest vocabulary it can load and
 skips when the engine's package is not installed (``pip install -r
-engines/extras.txt``). ``reference_spec`` names the engine the easy texts are
+the ``engines`` extra in pyproject.toml``). ``reference_spec`` names the engine the easy texts are
 compared against; engines on a vocabulary no reference loads have none.
 """
 
