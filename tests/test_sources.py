@@ -85,3 +85,10 @@ def test_named_corpus_needs_its_environment_variable(monkeypatch):
     monkeypatch.delenv("NEMOTRON_CC_DIR", raising=False)
     with pytest.raises(ConfigError, match="NEMOTRON_CC_DIR"):
         open_corpus("nemotron-cc")
+
+
+def test_lone_surrogates_escaped_in_json_are_refused(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "ok"}\n{"text": "bad \\ud800 here"}\n')
+    with pytest.raises(CorpusError, match=r"c.jsonl:2: lone surrogate U\+D800"):
+        list(open_corpus(str(path)).samples())

@@ -83,12 +83,25 @@ def read_jsonl(path: Path, text_field: str, id_field: str) -> Iterator[Sample]:
             raise CorpusError(f"{path}:{lineno}: expected a JSON object per line")
         sample_id = str(record[id_field]) if record.get(id_field) is not None else f"{path}:{lineno}"
         if "segments" in record and text_field not in record:
-            yield _segmented(path, lineno, sample_id, record["segments"])
-            continue
-        text = record.get(text_field)
-        if not isinstance(text, str):
-            raise CorpusError(f"{path}:{lineno}: no string field '{text_field}' (use --text-field)")
-        yield Sample.plain(sample_id, text)
+            sample = _segmented(path, lineno, sample_id, record["segments"])
+        else:
+            text = record.get(text_field)
+            if not isinstance(text, str):
+                raise CorpusError(f"{path}:{lineno}: no string field '{text_field}' (use --text-field)")
+            sample = Sample.plain(sample_id, text)
+        for segment in sample.segments:
+            _require_scalar_values(path, lineno, segment.text)
+        yield sample
+
+
+def _require_scalar_values(path: Path, lineno: int, text: str) -> None:
+    """JSON can escape lone surrogates ("\\ud800"); no tokenizer input can hold one,
+    and some engines silently rewrite them, so they are refused at the source."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CorpusError(f"{path}:{lineno}: lone surrogate U+{ord(text[exc.start]):04X} in text "
+                          "(not valid Unicode)") from None
 
 
 def _segmented(path: Path, lineno: int, sample_id: str, segments) -> Sample:
