@@ -208,3 +208,25 @@ def test_verify_run_minimize_budget_zero_disables_triage(tmp_path, tiny_spec, e2
     assert not (out / "clusters.json").exists()
     assert all("minimized" not in r for r in read_records(out))
     assert json.loads((out / "manifest.json").read_text())["triage"] is None
+
+
+def test_clusters_with_the_same_minimised_reproducer_share_a_cause(tmp_path):
+    from verify.engines.fake import FakeEngine
+    from verify.executors import LocalExecutor
+    from verify.findings import FindingWriter
+    from verify.runner import Run
+    from verify.sample import Sample
+    from verify.triage import triage
+
+    from planted import ZeroesNonAscii
+
+    # the same bug (non-ASCII bytes zeroed) met after a letter and after a digit: two clusters, one cause
+    samples = [Sample.plain("a", "word é"), Sample.plain("b", "12345é"), Sample.plain("c", "x.é")]
+    ref, cand = LocalExecutor(FakeEngine()), LocalExecutor(ZeroesNonAscii())
+    writer = FindingWriter(tmp_path)
+    Run(ref, [cand], writer).process(samples)
+    writer.close()
+    summary = triage(tmp_path, ref, {cand.spec: cand}, budget_s=30, tags=[])
+    assert len(summary.clusters) >= 2
+    assert len({c.cause for c in summary.clusters}) == 1
+    assert summary.as_manifest()["causes"] == 1

@@ -19,6 +19,8 @@ over the whole input.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import tomllib
 import unicodedata
@@ -178,6 +180,7 @@ class Cluster:
     tags: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     example: dict[str, Any] | None = None  # a member's ``minimized`` block, once there is one
+    cause: str | None = None  # same for clusters whose minimised reproducers are identical
 
     @property
     def kind(self) -> str:
@@ -186,7 +189,7 @@ class Cluster:
     def as_dict(self, max_ids: int = 20) -> dict[str, Any]:
         return {"key": self.key, "engine": self.engine, "reference": self.reference, "kind": self.kind,
                 "signature": self.signature, "tags": self.tags, "links": self.links, "count": self.count,
-                "sample_ids": self.sample_ids[:max_ids],
+                "sample_ids": self.sample_ids[:max_ids], "cause": self.cause,
                 "example": self.example["input"] if self.example else None,
                 "example_minimized": self.example}
 
@@ -271,3 +274,11 @@ def tags_for(engine: str, key: str, rules: list[TagRule]) -> tuple[list[str], li
             if rule.link and rule.link not in links:
                 links.append(rule.link)
     return tags, links
+
+
+def cause_key(engine: str, kind: str, minimized_input: list) -> str:
+    """Clusters come from where the first difference falls in the ORIGINAL input, so one
+    bug met in several surroundings makes several clusters. Their minimised reproducers
+    coincide: that reproducer (with engine and kind) names the likely root cause."""
+    canonical = json.dumps([engine, kind, minimized_input], ensure_ascii=False, sort_keys=True)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:12]

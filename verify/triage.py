@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from verify.classify import Cluster, TagRule, cluster, load_tags, signature, signature_key
+from verify.classify import Cluster, TagRule, cause_key, cluster, load_tags, signature, signature_key
 from verify.findings import Failure, describe_divergence
 from verify.minimize import MinimiseResult, minimise
 from verify.sample import Sample
@@ -59,7 +59,8 @@ class TriageSummary:
         return [c.as_dict() for c in self.clusters]
 
     def as_manifest(self) -> dict[str, Any]:
-        return {"records": self.records, "clusters": len(self.clusters), "minimised": self.minimised,
+        return {"records": self.records, "clusters": len(self.clusters),
+                "causes": len({c.cause for c in self.clusters if c.cause}), "minimised": self.minimised,
                 "seconds": round(self.seconds, 3), "budget_s": self.budget_s, "skipped": self.skipped,
                 "worker_restarts": self.worker_restarts, "clusters_file": "clusters.json"}
 
@@ -230,6 +231,9 @@ def triage(out_dir: Path, reference, candidates: dict[str, Any], *, budget_s: fl
         if item.cluster.example is None:
             item.cluster.example = block
     summary.minimised = len(minimized)
+    for c in summary.clusters:
+        if c.example is not None:
+            c.cause = cause_key(c.engine, c.kind, c.example["input"])
     summary.worker_restarts = {spec: getattr(ex, "restarts", 0) - restarts_before[spec]
                                for spec, ex in executors.items() if getattr(ex, "restarts", 0) != restarts_before[spec]}
     for reason in skipped.values():
@@ -243,6 +247,7 @@ def triage(out_dir: Path, reference, candidates: dict[str, Any], *, budget_s: fl
                 record["signature"] = light[i]["signature"]
                 record["cluster"] = light[i]["cluster"]
                 record["tags"] = by_index[i].tags
+                record["cause"] = by_index[i].cause
                 record["minimized"] = minimized.get(i)
                 if i in skipped:
                     record["minimized_skipped"] = skipped[i]

@@ -26,10 +26,31 @@ def _example(segments: list | None) -> str:
     return f"{fence} {_cell(text)} {fence}" if fence == "``" else f"`{_cell(text)}`"
 
 
-def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
-    lines = [f"## Clusters ({len(clusters)}; details in clusters.json)", "",
-             "| cluster | engine | count | tags | minimised example |", "|---|---|---|---|---|"]
+def _causes_section(clusters: list[dict[str, Any]]) -> list[str]:
+    """Clusters whose minimised reproducers coincide, merged: one row per likely root cause."""
+    causes: dict[str, dict[str, Any]] = {}
     for c in clusters:
+        if c.get("cause"):
+            row = causes.setdefault(c["cause"], {"engine": c["engine"], "count": 0, "clusters": 0,
+                                                 "example": c.get("example"), "tags": set()})
+            row["count"] += c["count"]
+            row["clusters"] += 1
+            row["tags"].update(c["tags"])
+    if not causes:
+        return []
+    rows = sorted(causes.items(), key=lambda kv: (-kv[1]["count"], kv[1]["engine"], kv[0]))
+    lines = [f"## Likely causes ({len(causes)}: clusters with the same minimised reproducer)", "",
+             "| cause | engine | findings | clusters | minimised reproducer | tags |", "|---|---|---|---|---|---|"]
+    for cause, row in rows[:MAX_LISTED]:
+        lines.append(f"| `{cause}` | `{row['engine']}` | {row['count']} | {row['clusters']} | "
+                     f"{_example(row['example'])} | {_cell(', '.join(sorted(row['tags'])))} |")
+    return lines + [""]
+
+
+def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
+    lines = [f"## Clusters ({len(clusters)}; first {min(len(clusters), MAX_LISTED)} listed, all in clusters.json)", "",
+             "| cluster | engine | count | tags | minimised example |", "|---|---|---|---|---|"]
+    for c in clusters[:MAX_LISTED]:
         lines.append(f"| `{_cell(c['key'])}` | `{c['engine']}` | {c['count']} | {_cell(', '.join(c['tags']))} | "
                      f"{_example(c.get('example'))} |")
     return lines + [""]
@@ -67,7 +88,7 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
                                                   ("verified", "diverged", "error", "crash", "timeout", "skipped")) + " |")
     lines.append("")
     if clusters:
-        lines += _clusters_section(clusters)
+        lines += _causes_section(clusters) + _clusters_section(clusters)
     if findings:
         lines += [f"## Findings ({counts['findings']}; first {min(len(findings), MAX_LISTED)} listed, "
                   "all in divergences.jsonl)", "",
