@@ -49,7 +49,7 @@ def run(args) -> int:
         clean &= result.counts.all_verified
         rows += table_rows(result.manifest, out / reference)
         print(f"{reference}: {result.counts.samples} samples -> {out / reference}")
-    header = ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | first cluster |",
+    header = ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | largest cluster |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     (out / "sweep.md").write_text("\n".join(header + rows) + "\n", encoding="utf-8")
     print(f"sweep table -> {out / 'sweep.md'}")
@@ -59,7 +59,7 @@ def run(args) -> int:
 def table_rows(manifest: dict, out: Path) -> list[str]:
     reference = manifest["reference"]
     versions = {c["spec"]: c.get("package_version") for c in manifest["candidates"]}
-    clusters = _first_cluster_per_engine(out)
+    clusters = _largest_cluster_per_engine(out)
     rows = []
     for spec, tally in manifest["counts"]["per_engine"].items():
         if spec == reference["spec"]:
@@ -73,13 +73,17 @@ def table_rows(manifest: dict, out: Path) -> list[str]:
     return rows
 
 
-def _first_cluster_per_engine(out: Path) -> dict[str, str]:
+def _largest_cluster_per_engine(out: Path) -> dict[str, str]:
     path = out / "clusters.json"
     if not path.is_file():
         return {}
-    first: dict[str, str] = {}
+    largest: dict[str, dict] = {}
     for cluster in json.loads(path.read_text(encoding="utf-8")):
+        if cluster["count"] > largest.get(cluster["engine"], {"count": 0})["count"]:
+            largest[cluster["engine"]] = cluster
+    cells = {}
+    for engine, cluster in largest.items():
         example = cluster.get("example")  # the minimised input: [[text, allow_special], ...]
         text = repr("".join(t for t, _ in example))[:40] if example else ""
-        first.setdefault(cluster["engine"], f"`{cluster['key']}` ×{cluster['count']} {text}".replace("|", "\\|"))
-    return first
+        cells[engine] = f"`{cluster['key']}` ×{cluster['count']} {text}".replace("|", "\\|")
+    return cells
