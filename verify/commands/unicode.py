@@ -51,7 +51,7 @@ def run(args) -> int:
     write_unicode_report(results, out)
     for result in results:
         version = f", tables match Unicode {result.unicode_version} ({result.explained:.0%} explained)" \
-            if result.unicode_version else ""
+            if result.count and result.unicode_version else ""
         print(f"{result.candidate}: {result.count} mismatching code points in {len(result.mismatched)} ranges"
               f"{version}")
     print(f"-> {out / 'unicode.json'}, {out / 'unicode.md'}")
