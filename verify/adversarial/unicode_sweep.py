@@ -480,7 +480,7 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
     json_path = out / "unicode.json"
     json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
 
-    lines = [f"# Unicode-table sweep", "", f"Reference: `{reference}`", ""]
+    lines = ["# Unicode-table sweep", "", f"Reference: `{reference}`", ""]
     for r in results:
         lines += [f"## `{r.candidate}`", ""]
         lines.append(f"- code points swept: {r.code_points:,} ({_fmt_cp(r.scope[0])}..{_fmt_cp(r.scope[1])}, "
@@ -504,7 +504,7 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
                              f"in {len(r.unexplained)} ranges")
             if r.errors:
                 lines.append(f"- an engine raised on: {len(r.errors)} ranges")
-            lines.append(f"- differing probe contexts: "
+            lines.append("- differing probe contexts: "
                          + ", ".join(f"{k} ({v:,})" for k, v in r.by_context.items()))
         if r.pack_only:
             lines.append(f"- packs that differed with no single probe differing: {len(r.pack_only)} ranges "

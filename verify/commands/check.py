@@ -18,15 +18,10 @@ import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import add_corpus_options, default_out
 from verify.errors import CorpusError, UsageError
 
 DEFAULT_CORPUS = "smoke"
-
-
-def _default_out() -> Path:
-    from verify.config import project_dir
-
-    return project_dir() / "reports" / time.strftime("check-%Y%m%d-%H%M%S")
 
 
 def add_parser(sub) -> None:
@@ -34,10 +29,7 @@ def add_parser(sub) -> None:
 
     p = sub.add_parser("check", help="metamorphic checks of one engine (no reference needed)")
     p.add_argument("--engine", required=True, metavar="SPEC", help="the engine to check (ADAPTER:VOCAB or a name)")
-    p.add_argument("--corpus", action="append", metavar="NAME|PATH",
-                   help=f"named corpus, file, directory or glob; repeatable; default {DEFAULT_CORPUS}")
-    p.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default %(default)s)")
-    p.add_argument("--id-field", default="id", help="JSONL/Parquet field holding a record id (default %(default)s)")
+    add_corpus_options(p, DEFAULT_CORPUS)
     p.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
     p.add_argument("--batch-size", type=int, default=32, metavar="N")
     p.add_argument("--check", action="append", choices=CHECKS, help="only these checks (repeatable; default all)")
@@ -58,7 +50,7 @@ def run(args) -> int:
     sources = [open_corpus(c, args.text_field, args.id_field) for c in args.corpus or [DEFAULT_CORPUS]]
     fresh = build_engine(args.engine)
     warm = build_engine(args.engine)  # a second instance: its history differs from the fresh one's
-    out = args.out or _default_out()
+    out = args.out or default_out("check")
     out.mkdir(parents=True, exist_ok=True)
     writer = FindingWriter(out)
     checks = tuple(args.check or CHECKS)

@@ -6,30 +6,18 @@ coverage-guided libFuzzer target ``verify.adversarial.atheris_target`` instead."
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import add_engine_options, default_out
 from verify.errors import UsageError
-
-
-def _default_out() -> Path:
-    from verify.config import project_dir
-
-    return project_dir() / "reports" / time.strftime("fuzz-%Y%m%d-%H%M%S")
 
 
 def add_parser(sub) -> None:
     from verify.adversarial.fuzz import (DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, DEFAULT_TIMEOUT_S,
                                          EXAMPLES_ENV)
-    from verify.config import run_defaults
-
-    defaults = run_defaults()
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
-    p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC",
-                   help="reference engine (ADAPTER:VOCAB or a name from engines/*.toml); default %(default)s")
-    p.add_argument("--candidate", action="append", metavar="SPEC",
-                   help=f"engine under test; repeatable; default {', '.join(defaults.get('candidates', []))}")
+    add_engine_options(p)
     p.add_argument("--out", type=Path, help="report directory (default reports/fuzz-TIMESTAMP)")
     p.add_argument("--max-examples", type=int, metavar="N",
                    help=f"stop after N generated examples (default ${EXAMPLES_ENV} or {DEFAULT_EXAMPLES}; "
@@ -66,7 +54,7 @@ def run(args) -> int:
     if args.atheris and args.database is not None:
         raise UsageError("--database is for hypothesis; atheris keeps its corpus in OUT/atheris-corpus")
     candidates = args.candidate or list(defaults.get("candidates", []))
-    out = args.out or _default_out()
+    out = args.out or default_out("fuzz")
     if args.atheris:
         from verify.adversarial.atheris_target import run_atheris
 

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import default_out
 from verify.errors import UsageError
 
 
@@ -24,12 +25,6 @@ def _default_cases() -> Path:
     from verify.config import project_dir
 
     return project_dir() / "adversarial" / "regressions"
-
-
-def _default_out() -> Path:
-    from verify.config import project_dir
-
-    return project_dir() / "reports" / time.strftime("recheck-%Y%m%d-%H%M%S")
 
 
 def add_parser(sub) -> None:
@@ -80,7 +75,7 @@ def run(args) -> int:
             raise UsageError(f"no regression case in {folder} has engine {', '.join(args.engine)}")
     if not cases:
         raise UsageError(f"no regression cases (*.json) in {folder}")
-    out = args.out or _default_out()
+    out = args.out or default_out("recheck")
     out.mkdir(parents=True, exist_ok=True)
 
     pool = EnginePool(isolate=not args.in_process, timeout_s=args.timeout)

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import add_corpus_options, add_engine_options, default_out
 from verify.errors import UsageError
-
-
-def _default_out() -> Path:
-    from verify.config import project_dir
-
-    return project_dir() / "reports" / time.strftime("run-%Y%m%d-%H%M%S")
 
 
 def add_parser(sub) -> None:
@@ -21,27 +15,20 @@ def add_parser(sub) -> None:
 
     defaults = run_defaults()
     p = sub.add_parser("run", help="compare candidate engines against a reference on corpora")
-    p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC",
-                     help="reference engine (ADAPTER:VOCAB or a name from engines/*.toml); default %(default)s")
-    p.add_argument("--candidate", action="append", metavar="SPEC",
-                     help=f"engine under test; repeatable; default {', '.join(defaults.get('candidates', []))}")
-    p.add_argument("--corpus", action="append", metavar="NAME|PATH",
-                     help=f"named corpus (corpora/*.toml), file, directory or glob; repeatable; "
-                          f"default {defaults.get('corpus')}")
-    p.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default %(default)s)")
-    p.add_argument("--id-field", default="id", help="JSONL/Parquet field holding a record id (default %(default)s)")
+    add_engine_options(p, allow_all=True)
+    add_corpus_options(p, defaults.get("corpus", "default"))
     p.add_argument("--out", type=Path, help="report directory (default reports/run-TIMESTAMP)")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
     p.add_argument("--batch-size", type=int, default=64, metavar="N")
     p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
     p.add_argument("--in-process", action="store_true",
-                     help="run engines inside this process (faster start; a crash or hang ends the run)")
+                   help="run engines inside this process (faster start; a crash or hang ends the run)")
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                     help="per-sample timeout in seconds for isolated engines (default %(default)s)")
+                   help="per-sample timeout in seconds for isolated engines (default %(default)s)")
     p.add_argument("--memory-limit-mb", type=int, metavar="MB",
-                     help="address-space limit for each engine worker")
+                   help="address-space limit for each engine worker")
     p.add_argument("--minimize-budget", type=float, default=120.0, metavar="S",
-                     help="seconds to cluster and minimise findings after the run; 0 disables (default %(default)s)")
+                   help="seconds to cluster and minimise findings after the run; 0 disables (default %(default)s)")
 
 
 def run(args) -> int:
@@ -61,7 +48,7 @@ def run(args) -> int:
         reference=args.reference,
         candidates=args.candidate or list(defaults.get("candidates", [])),
         corpora=args.corpus or [defaults.get("corpus", "default")],
-        out=args.out or _default_out(),
+        out=args.out or default_out("run"),
         text_field=args.text_field, id_field=args.id_field, limit=args.limit, batch_size=args.batch_size,
         progress=False if args.no_progress else None, argv=sys.argv[1:],
         isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,

@@ -9,10 +9,10 @@ from here.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import default_out
 from verify.errors import UsageError
 
 DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "hf-deepseek-v3", "tekken-tekken"]
@@ -32,12 +32,12 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from verify.config import project_dir, run_defaults
+    from verify.config import run_defaults
     from verify.job import RunOptions, run_job
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    out = args.out or project_dir() / "reports" / time.strftime("sweep-%Y%m%d-%H%M%S")
+    out = args.out or default_out("sweep")
     rows: list[str] = []
     clean = True
     for reference in args.reference or DEFAULT_REFERENCES:

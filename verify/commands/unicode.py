@@ -3,10 +3,10 @@ and name the Unicode version whose character tables explain the mismatches."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands.options import add_engine_options, default_out
 from verify.errors import UsageError
 
 
@@ -18,14 +18,8 @@ def _code_point(text: str) -> int:
 
 
 def add_parser(sub) -> None:
-    from verify.config import run_defaults
-
-    defaults = run_defaults()
     p = sub.add_parser("unicode", help="sweep every code point; attribute mismatches to a Unicode version")
-    p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC")
-    p.add_argument("--candidate", action="append", metavar="SPEC",
-                   help=f"repeatable, or 'all' (every installed engine on the reference's vocabulary); "
-                        f"default {', '.join(defaults.get('candidates', []))}")
+    add_engine_options(p, allow_all=True)
     p.add_argument("--out", type=Path, help="report directory (default reports/unicode-TIMESTAMP)")
     p.add_argument("--start", type=_code_point, default=0, metavar="HEX", help="first code point (default 0)")
     p.add_argument("--stop", type=_code_point, default=0x110000, metavar="HEX",
@@ -35,7 +29,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from verify.adversarial.unicode_sweep import sweep_many, write_unicode_report
-    from verify.config import project_dir, run_defaults
+    from verify.config import run_defaults
     from verify.engines import build_engine
     from verify.job import expand_candidates
     from verify.progress import progress_bar
@@ -43,7 +37,7 @@ def run(args) -> int:
     if args.start >= args.stop:
         raise UsageError("--start must be below --stop")
     candidates, _ = expand_candidates(args.reference, args.candidate or list(run_defaults().get("candidates", [])))
-    out = args.out or project_dir() / "reports" / time.strftime("unicode-%Y%m%d-%H%M%S")
+    out = args.out or default_out("unicode")
     reference = build_engine(args.reference)
     engines = [build_engine(spec) for spec in candidates]
     with progress_bar("verify unicode", enabled=False if args.no_progress else None) as bar:

@@ -21,7 +21,6 @@ import threading
 import numpy as np
 
 from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities, package_version
-from verify.engines.common import HUB_ID  # noqa: F401  (re-exported: hub-id pattern, now in common)
 from verify.engines.common import has_byte_level_decoder, is_hub_id, tokenizer_json_path, vocab_token_bytes
 from verify.vocab.resolver import resolve_vocab
 
