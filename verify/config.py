@@ -1,6 +1,7 @@
 """The declarative side: engines/*.toml, corpora/*.toml, found in the project
 directory (``$VERIFY_PROJECT``, else the current directory if it has an
-``engines/`` folder, else the checkout this package lives in).
+``engines/`` or ``corpora/`` folder, else the checkout this package lives in, else
+the current directory).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ def project_dir() -> Path:
     cwd = Path.cwd()
     if (cwd / "engines").is_dir() or (cwd / "corpora").is_dir():
         return cwd
-    return PACKAGE_ROOT
+    if (PACKAGE_ROOT / "engines").is_dir():  # an editable install of a checkout
+        return PACKAGE_ROOT
+    return cwd  # installed from a wheel: built-in defaults, reports under the current directory
 
 
 def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Path]]:
