@@ -86,6 +86,8 @@ def open_corpus(value: str, text_field: str = "text", id_field: str = "id") -> S
     named = named_corpora()
     if value in named:
         return _from_table(value, named[value], text_field, id_field)
+    if value == "default":  # no corpora/default.toml (a wheel install): the built-in generator
+        return GeneratedSource(value)
     if value == "generated" or value.startswith("generated:"):
         seed = value.partition(":")[2]
         if seed and not seed.isdigit():
