@@ -95,4 +95,6 @@ def test_bad_tags_file_is_a_config_error(tmp_path):
 
 
 def test_the_shipped_tags_file_loads():
-    assert all(rule.tag for rule in load_tags())
+    rules = load_tags()
+    assert rules, "adversarial/tags.toml loaded no rules"
+    assert all(rule.tag for rule in rules)

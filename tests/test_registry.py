@@ -42,8 +42,13 @@ def test_third_party_adapters_register_through_entry_points(monkeypatch):
     monkeypatch.setattr(registry.metadata, "entry_points", _fake_entry_points("mine", "verify.engines.fake:FakeEngine"))
     registry.adapters.cache_clear()
     try:
+        from verify.engines.fake import FakeEngine
+        from verify.sample import Sample
+
         engine = registry.build_engine("mine:bytes")
-        assert engine.encode_batch.__self__ is engine
+        # the entry point's class was loaded and built from the spec, and it encodes
+        assert type(engine) is FakeEngine and engine.spec == "mine:bytes"
+        assert engine.encode_batch([Sample.plain("s", "ab")])[0].tolist() == [97, 98]
         assert registry.adapters()["mine"].origin == "thirdparty-dist"
     finally:
         registry.adapters.cache_clear()

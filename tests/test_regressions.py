@@ -231,11 +231,19 @@ def test_recheck_allow_unavailable_and_engine_filter(tmp_path, planted):
     folder = write_cases(tmp_path / "cases", [case_doc(planted, "buggy"), case_doc(planted, "missing_factory")])
     proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o1"), "--allow-unavailable")
     assert proc.returncode == 0, proc.stdout
+    report = json.loads((tmp_path / "o1" / "recheck.json").read_text())
+    assert (report["as_recorded"], report["skipped"]) == (1, 1)  # the unavailable case is not "as recorded"
     proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o2"),
                    "--engine", f"{planted}:buggy")
     assert proc.returncode == 0 and "missing_factory" not in proc.stdout
     proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o3"), "--engine", "nomatch:x")
     assert proc.returncode == 2
+
+
+def test_recheck_that_replays_nothing_does_not_pass(tmp_path, planted):
+    folder = write_cases(tmp_path / "cases", [case_doc(planted, "missing_factory")])
+    proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o"), "--allow-unavailable")
+    assert proc.returncode == 1 and "nothing was checked" in proc.stderr
 
 
 def test_recheck_malformed_case_is_one_line_exit_2(tmp_path, planted):

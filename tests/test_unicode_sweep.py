@@ -293,3 +293,18 @@ def test_real_regex_module_vs_tiktoken_o200k():
         pytest.skip("tiktoken and the regex module now agree on plane 1")
     assert r.unicode_version is not None and r.explained >= 0.9, (r.mismatched[:10], r.scores)
     assert r.whitespace == [] and r.errors == []
+
+
+def test_code_points_where_both_engines_fail_are_reported_not_passed():
+    from verify.adversarial.unicode_sweep import sweep
+    from verify.engines.fake import FakeEngine
+
+    def fails_on_snowman(text, allow_special):
+        if "\u2603" in text:
+            raise ValueError("planted")
+        return list(text.encode())
+
+    result = sweep(FakeEngine(encode=fails_on_snowman, spec="fake:a"), FakeEngine(encode=fails_on_snowman, spec="fake:b"),
+                   start=0x2600, stop=0x2700)
+    assert not result.ok
+    assert result.mismatched == [[0x2603, 0x2603]]

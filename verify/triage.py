@@ -132,21 +132,24 @@ def still_fails(kind: str, reference, executor, error_type: str | None = None) -
     return fails_alike
 
 
-def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> dict[str, Any]:
-    """The ``minimized`` block: the smaller input and, for ``ids``, where it now diverges."""
+def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> dict[str, Any] | None:
+    """The ``minimized`` block: the smaller input and, for ``ids``, where it now diverges.
+    ``None`` when a final replay no longer fails (a flaky engine): such an input is no reproducer."""
     sample = result.sample
     block: dict[str, Any] = {"input": [[s.text, s.allow_special] for s in sample.segments],
                              "token_index": None, "byte_offset": None, "char_offset": None,
                              "expected": None, "actual": None}
     if kind == "ids":
         ref, out = _encode_pair(reference, executor, sample)
-        if _differ(ref, out):
-            located = describe_divergence(sample, ref, out, reference.token_bytes(ref), executor.token_bytes(out))
-            block.update({k: located[k] for k in ("token_index", "byte_offset", "char_offset", "expected", "actual")})
+        if not _differ(ref, out):
+            return None
+        located = describe_divergence(sample, ref, out, reference.token_bytes(ref), executor.token_bytes(out))
+        block.update({k: located[k] for k in ("token_index", "byte_offset", "char_offset", "expected", "actual")})
     else:
         out = executor.encode([sample])[0]
-        if isinstance(out, Failure):
-            block["error"] = {"type": out.type, "message": out.message[:2000]}
+        if not isinstance(out, Failure):
+            return None
+        block["error"] = {"type": out.type, "message": out.message[:2000]}
     block.update({"chars": result.chars, "initial_chars": result.initial_chars, "calls": result.calls,
                   "seconds": round(result.seconds, 3), "stopped_on_budget": result.stopped_on_budget})
     return block
@@ -227,6 +230,9 @@ def triage(out_dir: Path, reference, candidates: dict[str, Any], *, budget_s: fl
             skipped[item.index] = SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
             continue
         block = minimized_fields(item.kind, reference, executor, result)
+        if block is None:
+            skipped[item.index] = SKIP_NOT_REPRODUCED
+            continue
         minimized[item.index] = block
         if item.cluster.example is None:
             item.cluster.example = block

@@ -168,20 +168,25 @@ def _encode(engine, texts: Sequence[str], label: str) -> list:
         if len(out) != len(samples):
             raise ValueError(f"{len(out)} results for {len(samples)} samples")
         return list(out)
-    except Exception:  # noqa: BLE001 - localise the failure to single texts
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # noqa: BLE001 - localise the failure to single texts (pyo3 panics too)
         results: list = []
         for s in samples:
             try:
                 results.append(engine.encode_batch([s])[0])
-            except Exception as exc:  # noqa: BLE001
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001
                 results.append(_Failed(exc))
         return results
 
 
 def _same(a, b) -> bool:
-    fa, fb = isinstance(a, _Failed), isinstance(b, _Failed)
-    if fa or fb:
-        return fa and fb
+    """Only two id arrays can agree: a failure on either side (both sides included)
+    means nothing was compared, so the code point is reported, never passed."""
+    if isinstance(a, _Failed) or isinstance(b, _Failed):
+        return False
     return a.shape == b.shape and bool(np.array_equal(a, b))
 
 
@@ -280,7 +285,7 @@ def _localise(ci, diff, batch, probes, pack, n_ctx, contexts, encode_all, bad, e
     ref_o, cand_o = encode_all(texts, f"U+{batch[cps_idx[0]]:04X}/cp", [ci])
     hit = [j for j, a, b in zip(cps_idx, ref_o, cand_o) if not _same(a, b)]
     for j, a, b in zip(cps_idx, ref_o, cand_o):
-        if _failed(a) != _failed(b):
+        if _failed(a) or _failed(b):
             errors.add(batch[j])
     hit_packs = {j // pack for j in hit}
     for p in diff:
@@ -293,7 +298,7 @@ def _localise(ci, diff, batch, probes, pack, n_ctx, contexts, encode_all, bad, e
     for i, a, b in zip(idx, ref_o, cand_o):
         if not _same(a, b):
             bad.setdefault(batch[i // n_ctx], set()).add(contexts[i % n_ctx].name)
-            if _failed(a) != _failed(b):
+            if _failed(a) or _failed(b):
                 errors.add(batch[i // n_ctx])
     for j in hit:  # differs only when its probes are joined
         if batch[j] not in bad:

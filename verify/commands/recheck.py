@@ -92,7 +92,10 @@ def run(args) -> int:
     finally:
         pool.close()
 
-    failing = [r for r in results if _verdict(r, args.allow_unavailable) not in ("ok", "skipped")]
+    verdicts = [_verdict(r, args.allow_unavailable) for r in results]
+    failing = [r for r, v in zip(results, verdicts) if v not in ("ok", "skipped")]
+    skipped = sum(v == "skipped" for v in verdicts)  # allowed to be unavailable: not replayed, not "as recorded"
+    as_recorded = len(results) - len(failing) - skipped
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -105,15 +108,19 @@ def run(args) -> int:
         "finished": time.time(),
         "engines": versions,
         "counts": counts,
-        "as_recorded": len(results) - len(failing),
+        "as_recorded": as_recorded,
+        "skipped": skipped,
         "changed": [r.case.id for r in failing],
         "newly_fixed": fixed,
         "results": [r.to_json() | {"verdict": _verdict(r, args.allow_unavailable)} for r in results],
     }
     (out / "recheck.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-    print(f"{len(results)} cases: {summary}; {len(results) - len(failing)} as recorded, {len(failing)} changed "
-          f"-> {out / 'recheck.json'}")
+    print(f"{len(results)} cases: {summary}; {as_recorded} as recorded, {len(failing)} changed, "
+          f"{skipped} not replayed -> {out / 'recheck.json'}")
     if fixed:
         print(f"FIXED upstream ({len(fixed)}): {', '.join(fixed)} -- mark them \"status\": \"fixed\"")
+    if not failing and as_recorded == 0:
+        print("verify: no case could be replayed: nothing was checked", file=sys.stderr)
+        return EXIT_FINDINGS
     return EXIT_FINDINGS if failing else EXIT_OK

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from verify.engines.base import TOKEN_DTYPE, Capabilities, EngineIdentity
+from verify.adversarial.metamorphic import is_byte_level
 from verify.sample import Sample
 
 CONFORMANCE_TEXTS = [
@@ -85,12 +86,15 @@ class EngineConformance:
             pieces = engine.token_bytes(ids)
             assert len(pieces) == len(ids)
             assert all(isinstance(p, bytes) for p in pieces)
+            if is_byte_level(engine):  # byte-level BPE: the pieces are exactly the input's bytes
+                assert b"".join(pieces) == text.encode("utf-8"), text
 
     def test_identity_is_complete(self, engine):
         ident = engine.identity()
         assert isinstance(ident, EngineIdentity)
         assert ident.spec == engine.spec and ident.adapter
         assert ident.fingerprint and ident.fingerprint == engine.identity().fingerprint
+        assert not ident.fingerprint.startswith("unavailable:"), ident.fingerprint
 
     def test_agrees_with_reference_on_easy_text(self, engine):
         if not self.reference_spec:
