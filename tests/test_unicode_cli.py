@@ -54,3 +54,32 @@ def test_sweep_lists_the_whitespace_code_point_exactly(tmp_path, plugin_dir):
 def test_bad_range_is_a_usage_error(tmp_path):
     proc = run_cli("unicode", "--start", "2000", "--stop", "1000", "--out", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+CRASHER = r"""
+import ctypes
+
+import ws_engines
+
+
+class Engine(ws_engines.Engine):
+    def encode_batch(self, texts):
+        if any("\u2603" in t for t in texts):
+            ctypes.string_at(0)  # segfault
+        return super().encode_batch(texts)
+
+
+def make():
+    return Engine("")
+"""
+
+
+def test_an_engine_that_segfaults_on_one_code_point_does_not_end_the_sweep(tmp_path, plugin_dir):
+    (plugin_dir / "ws_engines.py").write_text(PLANTED)
+    (plugin_dir / "crash_engine.py").write_text(CRASHER)
+    out = tmp_path / "out"
+    proc = run_cli("unicode", "--reference", "python:ws_engines:reference", "--candidate", "python:crash_engine:make",
+                   "--start", "2600", "--stop", "2700", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    (result,) = json.loads((out / "unicode.json").read_text())["candidates"].values()
+    assert result["mismatched"] == [[0x2603, 0x2603]]

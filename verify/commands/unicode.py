@@ -25,12 +25,34 @@ def add_parser(sub) -> None:
     p.add_argument("--stop", type=_code_point, default=0x110000, metavar="HEX",
                    help="one past the last code point (default 110000)")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--in-process", action="store_true",
+                   help="engines in this process (faster start; a crash ends the sweep)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="per-batch timeout for isolated engines (default %(default)s)")
+
+
+def start_engines(specs: list[str], *, isolate: bool, timeout_s: float) -> list:
+    """Each engine in its own worker (a crash or hang becomes an error on those code
+    points, not the end of the sweep), or in this process with ``--in-process``."""
+    from verify.engines import build_engine
+    from verify.executors.engine_view import ExecutorEngine
+    from verify.executors.isolated import IsolatedExecutor
+
+    started: list = []
+    try:
+        for spec in specs:
+            started.append(ExecutorEngine(IsolatedExecutor(spec, timeout_s=timeout_s)) if isolate
+                           else build_engine(spec))
+    except BaseException:
+        for engine in started:
+            engine.close()
+        raise
+    return started
 
 
 def run(args) -> int:
     from verify.adversarial.unicode_sweep import sweep_many, write_unicode_report
     from verify.config import run_defaults
-    from verify.engines import build_engine
     from verify.job import expand_candidates
     from verify.progress import progress_bar
 
@@ -38,10 +60,15 @@ def run(args) -> int:
         raise UsageError("--start must be below --stop")
     candidates, _ = expand_candidates(args.reference, args.candidate or list(run_defaults().get("candidates", [])))
     out = args.out or default_out("unicode")
-    reference = build_engine(args.reference)
-    engines = [build_engine(spec) for spec in candidates]
-    with progress_bar("verify unicode", enabled=False if args.no_progress else None) as bar:
-        results = sweep_many(reference, engines, start=args.start, stop=args.stop, progress=bar.update)
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    engines = start_engines([args.reference, *candidates], isolate=not args.in_process, timeout_s=args.timeout)
+    try:
+        with progress_bar("verify unicode", enabled=False if args.no_progress else None) as bar:
+            results = sweep_many(engines[0], engines[1:], start=args.start, stop=args.stop, progress=bar.update)
+    finally:
+        for engine in engines:
+            engine.close()
     write_unicode_report(results, out)
     for result in results:
         version = f", tables match Unicode {result.unicode_version} ({result.explained:.0%} explained)" \
