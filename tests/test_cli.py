@@ -103,10 +103,11 @@ def _bad_files(tmp_path):
     ("missing vocab file", ["--candidate", "hf:/nonexistent/tokenizer.json"], "vocabulary file not found"),
     ("missing plugin", ["--candidate", "python:no_such_module:make"], "cannot import engine module"),
     ("missing corpus", ["--corpus", "/nonexistent/corpus.jsonl"], "corpus not found"),
-    ("bad utf8", ["--corpus", "{bad_utf8}"], "bad.txt:2: invalid UTF-8"),
-    ("corrupt gz", ["--corpus", "{corrupt_gz}"], "unreadable"),
-    ("bad json", ["--corpus", "{bad_json}"], "badjson.jsonl:2: invalid JSON"),
-    ("missing field", ["--corpus", "{no_field}"], "no string field 'text'"),
+    ("bad utf8", ["--corpus", "{bad_utf8}", "--strict"], "bad.txt:2: invalid UTF-8"),
+    ("corrupt gz", ["--corpus", "{corrupt_gz}", "--strict"], "unreadable"),
+    ("bad json", ["--corpus", "{bad_json}", "--strict"], "badjson.jsonl:2: invalid JSON"),
+    ("missing field", ["--corpus", "{no_field}", "--strict"], "field 'text' is missing"),
+    ("out is a file", ["--out", "{bad_json}"], "is a file, not a directory"),
     ("corrupt parquet", ["--corpus", "{corrupt_parquet}"], "not a readable Parquet file"),
     ("empty corpus", ["--corpus", "{empty}"], "produced no samples"),
     ("bad limit", ["--limit", "0"], "--limit must be at least 1"),
@@ -115,7 +116,7 @@ def _bad_files(tmp_path):
 def test_bad_input_is_one_line_and_exit_two(tmp_path, tiny_spec, plugin, corpus, case, args, message):
     files = _bad_files(tmp_path)
     args = [a.format(**files) for a in args]
-    base = ["run", "--reference", tiny_spec, "--out", str(tmp_path / "out")]
+    base = ["run", "--reference", tiny_spec] + ([] if "--out" in args else ["--out", str(tmp_path / "out")])
     if "--candidate" not in args:
         base += ["--candidate", f"python:{plugin}:good"]
     if "--corpus" not in args:
@@ -125,6 +126,28 @@ def test_bad_input_is_one_line_and_exit_two(tmp_path, tiny_spec, plugin, corpus,
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert message in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("case, position, reason", [
+    ("bad_utf8", "bad.txt:2", "invalid UTF-8"),
+    ("corrupt_gz", "corrupt.jsonl.gz:", "file unreadable from here on"),
+    ("bad_json", "badjson.jsonl:2", "invalid JSON"),
+    ("no_field", "nofield.jsonl:1", "field 'text' is missing"),
+])
+def test_bad_records_are_findings_and_the_run_goes_on(tmp_path, tiny_spec, plugin, corpus, case, position, reason):
+    """On a terabyte corpus one bad record must not cost the night: it is counted, reported with its
+    position as a bad-input finding, the other records are verified, and the exit code is 1."""
+    files = _bad_files(tmp_path)
+    out = tmp_path / "out"
+    proc = run_cli("run", "--reference", tiny_spec, "--candidate", f"python:{plugin}:good", "--corpus", str(corpus),
+                   "--corpus", str(files[case]), "--out", str(out), "--no-progress")
+    assert proc.returncode == 1, proc.stderr
+    records = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
+    (bad,) = [r for r in records if r["kind"] == "bad-input"]
+    assert position in bad["sample_id"] and reason in bad["error"]["message"]
+    counts = json.loads((out / "manifest.json").read_text())["counts"]
+    assert counts["bad_records"] == 1 and counts["verified"] >= 5
+    assert "bad records: 1" in proc.stdout or "1 bad records" in proc.stdout
 
 
 def test_a_bad_vocabulary_hash_is_refused(tmp_path):

@@ -17,6 +17,9 @@ from conftest import run_cli
 from verify.adversarial import strategies as S
 from verify.adversarial.fuzz import EXAMPLES_ENV, fuzz
 from verify.errors import UsageError
+from verify.executors.pool import EngineOptions
+
+IN_PROCESS = EngineOptions(isolate=False)
 
 PLANTED = '''
 import re
@@ -66,7 +69,7 @@ def test_finds_digit_grouping_bug_within_default_budget_and_shrinks_it(tmp_path,
     monkeypatch.delenv(EXAMPLES_ENV, raising=False)  # the default budget, as a user gets it
     out = tmp_path / "out"
     result = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=out, database_dir=tmp_path / "db",
-                  isolate=False, max_findings=1)
+                  engine=IN_PROCESS, max_findings=1)
     (record,) = records(out)
     assert record["kind"] == "ids" and record["source"] == "fuzz"
     assert record["engine"] == f"{planted}:groups4" and record["reference"] == f"{planted}:groups3"
@@ -89,10 +92,10 @@ def _ascii_digit_runs(text: str) -> list[str]:
 def test_the_database_replays_a_found_example_first(tmp_path, planted):
     db = tmp_path / "db"
     first = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path / "a", database_dir=db,
-                 isolate=False, max_findings=1, max_examples=500)
+                 engine=IN_PROCESS, max_findings=1, max_examples=500)
     assert first.found and any(db.rglob("*"))
     again = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path / "b", database_dir=db,
-                 isolate=False, max_findings=1, max_examples=500)
+                 engine=IN_PROCESS, max_findings=1, max_examples=500)
     assert again.rounds[0].examples == 1
     assert again.findings[0]["input"] == first.findings[0]["input"]
 
@@ -101,7 +104,7 @@ def test_an_exception_on_a_rare_character_is_an_error_finding(tmp_path, planted,
     monkeypatch.delenv(EXAMPLES_ENV, raising=False)
     out = tmp_path / "out"
     fuzz(f"{planted}:groups3", [f"{planted}:raises_on_mvs"], out_dir=out, database_dir=tmp_path / "db",
-         isolate=False, max_findings=1)
+         engine=IN_PROCESS, max_findings=1)
     (record,) = records(out)
     assert record["kind"] == "error" and record["error"]["type"] == "ValueError"
     assert record["input"] == [["\u180e", False]]
@@ -141,7 +144,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path, planted, args, fragment):
 def test_bad_examples_env_is_a_usage_error(tmp_path, planted, monkeypatch):
     monkeypatch.setenv(EXAMPLES_ENV, "many")
     with pytest.raises(UsageError, match=EXAMPLES_ENV):
-        fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path, database_dir=None, isolate=False)
+        fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path, database_dir=None, engine=IN_PROCESS)
 
 
 # --- strategies -------------------------------------------------------------------

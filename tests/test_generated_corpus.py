@@ -198,3 +198,33 @@ def test_special_literals_as_plain_text_and_as_specials(default_run):
         for seg in s.segments:
             if seg.allow_special:
                 assert re.fullmatch(r"(<\|?[a-z_/]+\|?>)+", seg.text), seg.text
+
+
+# sha256 over every sample of the run, in order: the id, then each segment's allow_special flag and
+# text, all length-prefixed (see ``_pinned_digest``). Computed from the unsplit generator module.
+DEFAULT_CORPUS_SHA256 = "aac113d365c94c718daa0330c150cdb2e22c1a493fe7f1cec81871cf1d710a78"  # generate(0, 2000, 3)
+SMOKE_CORPUS_SHA256 = "6ba8a80f5bb4185f4e852c07d0d634cae17651fef73acec6555fcdaa2250841a"  # generate(1, 200, 0)
+
+
+def _pinned_digest(samples) -> str:
+    h = hashlib.sha256()
+    for s in samples:
+        sid = s.id.encode("utf-8")
+        h.update(b"S%d:" % len(sid))
+        h.update(sid)
+        h.update(b"N%d;" % len(s.segments))
+        for seg in s.segments:
+            text = seg.text.encode("utf-8", "surrogatepass")
+            h.update(b"A1" if seg.allow_special else b"A0")
+            h.update(b"T%d:" % len(text))
+            h.update(text)
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("args, expected", [((0, 2000, 3), DEFAULT_CORPUS_SHA256),
+                                            ((1, 200, 0), SMOKE_CORPUS_SHA256)], ids=["default", "smoke"])
+def test_corpus_output_is_pinned(args, expected):
+    got = _pinned_digest(generated.generate(*args))
+    assert got == expected, (
+        f"the default corpus changed: generate{args} now hashes to {got}, expected {expected}; "
+        "if intended, bump GENERATOR_VERSION and update the digest")

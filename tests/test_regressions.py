@@ -1,7 +1,9 @@
 """Regression cases: loading, validation, replay statuses, and the `verify recheck` gate.
 
 Hermetic: the engines are planted ``python:`` plugins (byte-level identity and
-variants with a known bug), the cases are written to tmp folders."""
+variants with a known bug), the cases are written to tmp folders. ``replay`` takes
+executors from a ``verify.executors.pool.EnginePool`` (or the line ``try_get``
+gives for an engine that cannot start)."""
 
 import importlib.util
 import json
@@ -9,8 +11,10 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from verify.adversarial.regressions import EnginePool, ids_record, load_cases, replay
+from verify.adversarial.regressions import ids_record, ids_sha256, load_cases, replay, replay_all
 from verify.errors import ConfigError
+from verify.executors.pool import EngineOptions, EnginePool
+from verify.keys import input_key
 
 PLANTED = '''
 class Engine:
@@ -53,6 +57,25 @@ def changed_reference():
 
 def raises():
     return Engine(_raises)
+
+def hangs():
+    import time
+
+    class Hangs(Engine):
+        def encode_batch(self, texts):
+            if any("~" in t for t in texts):
+                time.sleep(60)
+            return super().encode_batch(texts)
+    return Hangs(_bytes)
+
+class SpecialReference(Engine):
+    """Honours allow_special (declared): segments encoded as bytes, specials or not."""
+    supports_special = True
+    def encode_segments(self, segments):
+        return [b for text, _ in segments for b in text.encode()]
+
+def special_reference():
+    return SpecialReference(_bytes)
 '''
 
 TEXT = "a ~ b"  # "~" is in no fingerprint probe: the isolated worker encodes those at load
@@ -85,13 +108,10 @@ def write_cases(folder, docs):
     return folder
 
 
-def replay_one(folder):
+def replay_one(folder, **options):
     (case,) = load_cases(folder)
-    pool = EnginePool(isolate=False)
-    try:
-        return replay(case, pool.get(case.reference), pool.get(case.engine))
-    finally:
-        pool.close()
+    with EnginePool(EngineOptions(**{"isolate": False, **options})) as pool:
+        return replay(case, pool.try_get(case.reference), pool.try_get(case.engine))
 
 
 @pytest.mark.parametrize("engine, over, status, same, as_recorded", [
@@ -112,6 +132,37 @@ def test_replay_status(tmp_path, planted, engine, over, status, same, as_recorde
     assert result.status == status, result.detail
     assert result.same_actual is same
     assert result.as_recorded is as_recorded
+    doc = result.to_json()
+    assert doc["input_key"] == input_key([(TEXT, False)]) == result.case.input_key
+    assert doc["status"] == status and doc["as_recorded"] is as_recorded
+
+
+def test_replay_in_isolated_workers_and_a_hang_is_an_error(tmp_path, planted):
+    folder = write_cases(tmp_path / "a", [case_doc(planted, "buggy")])
+    assert replay_one(folder, isolate=True).as_recorded
+    result = replay_one(write_cases(tmp_path / "b", [case_doc(planted, "hangs")]), isolate=True, timeout_s=2)
+    assert result.status == "error" and result.error["kind"] == "timeout", result.detail
+
+
+def test_an_engine_that_cannot_honour_allow_special_is_unavailable(tmp_path, planted):
+    doc = case_doc(planted, "buggy", input=[[TEXT, True]], reference=f"{planted}:special_reference")
+    result = replay_one(write_cases(tmp_path / "cases", [doc]))
+    assert result.status == "engine-unavailable" and "allow_special" in result.detail, result.detail
+    assert not result.as_recorded
+    doc = case_doc(planted, "buggy", input=[[TEXT, True]])  # the reference cannot either
+    result = replay_one(write_cases(tmp_path / "ref", [doc]))
+    assert result.status == "engine-unavailable" and result.detail.startswith("reference "), result.detail
+
+
+def test_ids_sha256_is_the_keys_digest_of_little_endian_uint32():
+    import hashlib
+    import struct
+
+    import verify.keys
+
+    ids = [0, 1, 255, 256, 100_000, 2**32 - 1]
+    assert ids_sha256 is verify.keys.ids_sha256
+    assert ids_sha256(ids) == hashlib.sha256(struct.pack("<6I", *ids)).hexdigest()
 
 
 def test_unavailable_package_is_a_status_not_a_crash(tmp_path, planted, monkeypatch):
@@ -134,15 +185,16 @@ def test_engines_are_built_once_per_spec(tmp_path, planted, monkeypatch):
     built = []
     real = engines_mod.build_engine
     monkeypatch.setattr(engines_mod, "build_engine", lambda spec: built.append(spec) or real(spec))
-    docs = [case_doc(planted, "buggy", id=f"c{i}") for i in range(3)]
+    docs = [case_doc(planted, "buggy", id=f"c{i}") for i in range(3)] + \
+        [case_doc(planted, "missing", id=f"c{i}") for i in (3, 4)]  # an engine that cannot load is tried once
     cases = load_cases(write_cases(tmp_path / "cases", docs))
-    pool = EnginePool(isolate=False)
-    try:
-        results = [replay(c, pool.get(c.reference), pool.get(c.engine)) for c in cases]
-    finally:
-        pool.close()
+    seen = []
+    with EnginePool(EngineOptions(isolate=False)) as pool:
+        results = replay_all(cases, pool, on_result=seen.append)
+    assert seen == results and [r.status for r in results[3:]] == ["engine-unavailable"] * 2
+    results = results[:3]
     assert [r.status for r in results] == ["still-diverges"] * 3
-    assert sorted(built) == sorted({f"{planted}:reference", f"{planted}:buggy"})
+    assert sorted(built) == sorted({f"{planted}:reference", f"{planted}:buggy", f"{planted}:missing"})
 
 
 def test_input_generator_and_digest_ids(tmp_path, planted):
@@ -203,6 +255,12 @@ def test_recheck_all_as_recorded_exits_0(tmp_path, planted):
     report = json.loads((out / "recheck.json").read_text())
     assert report["changed"] == [] and report["as_recorded"] == 3
     assert {r["status"] for r in report["results"]} == {"still-diverges", "fixed"}
+    assert all(r["input_key"] == input_key([(TEXT, False)]) for r in report["results"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["complete"] and manifest["counts"]["samples"] == manifest["counts"]["verified"] == 3
+    assert manifest["reference"]["spec"] == f"{planted}:reference"
+    assert manifest["engine_notes"][f"{planted}:buggy"]["isolated"] is True  # isolated by default
+    assert (out / "summary.md").read_text().startswith("# verify recheck: PASS")
 
 
 def test_recheck_reports_a_fix_loudly_and_exits_1(tmp_path, planted):
@@ -213,6 +271,10 @@ def test_recheck_reports_a_fix_loudly_and_exits_1(tmp_path, planted):
     assert "FIXED" in proc.stdout and "case-fixed_engine" in proc.stdout
     report = json.loads((out / "recheck.json").read_text())
     assert report["newly_fixed"] == ["case-fixed_engine"] and report["changed"] == ["case-fixed_engine"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["engine_notes"][f"{planted}:buggy"]["isolated"] is False
+    assert (manifest["counts"]["verified"], manifest["counts"]["diverged"]) == (1, 1)
+    assert (out / "summary.md").read_text().startswith("# verify recheck: FAIL")
 
 
 def test_recheck_reference_change_and_unavailable(tmp_path, planted):
@@ -225,6 +287,10 @@ def test_recheck_reference_change_and_unavailable(tmp_path, planted):
     assert proc.returncode == 1
     statuses = {r["id"]: r["status"] for r in json.loads((out / "recheck.json").read_text())["results"]}
     assert statuses == {"case-buggy": "reference-changed", "case-missing_factory": "engine-unavailable"}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["reference"] is None  # two references: none is "the" reference
+    assert manifest["engine_notes"][f"{planted}:missing_factory"]["not_loaded"]
+    assert (manifest["counts"]["diverged"], manifest["counts"]["skipped"]) == (1, 1)
 
 
 def test_recheck_allow_unavailable_and_engine_filter(tmp_path, planted):
@@ -233,11 +299,15 @@ def test_recheck_allow_unavailable_and_engine_filter(tmp_path, planted):
     assert proc.returncode == 0, proc.stdout
     report = json.loads((tmp_path / "o1" / "recheck.json").read_text())
     assert (report["as_recorded"], report["skipped"]) == (1, 1)  # the unavailable case is not "as recorded"
+    manifest = json.loads((tmp_path / "o1" / "manifest.json").read_text())
+    assert manifest["counts"]["samples"] == manifest["counts"]["verified"] == 1  # not replayed: not counted
     proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o2"),
                    "--engine", f"{planted}:buggy")
     assert proc.returncode == 0 and "missing_factory" not in proc.stdout
     proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o3"), "--engine", "nomatch:x")
     assert proc.returncode == 2
+    proc = run_cli("recheck", "--cases", str(folder), "--out", str(tmp_path / "o4"), "--timeout", "0")
+    assert proc.returncode == 2 and "--timeout" in proc.stderr
 
 
 def test_recheck_that_replays_nothing_does_not_pass(tmp_path, planted):
@@ -273,18 +343,15 @@ def test_real_cases_are_well_formed_and_small():
 def test_real_cases_replay_as_recorded():
     from verify.engines.registry import adapters, parse_spec
 
-    pool = EnginePool(isolate=False)
     checked = 0
-    try:
+    with EnginePool(EngineOptions(isolate=False)) as pool:
         for case in load_cases(REAL_CASES):
             entry = adapters().get(parse_spec(case.engine).adapter)
             if entry is None or not entry.installed() or (
                     entry.requires and importlib.util.find_spec(entry.requires) is None):
                 continue
-            result = replay(case, pool.get(case.reference), pool.get(case.engine))
+            result = replay(case, pool.try_get(case.reference), pool.try_get(case.engine))
             assert result.as_recorded, (case.id, result.status, result.detail)
             checked += 1
-    finally:
-        pool.close()
     if not checked:
         pytest.skip("no engine package of the regression cases is installed")

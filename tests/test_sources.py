@@ -68,7 +68,7 @@ def test_parquet_without_id_column_uses_rows(tmp_path):
 def test_parquet_null_text_is_an_error_not_a_skip(tmp_path):
     path = tmp_path / "c.parquet"
     pq.write_table(pa.table({"text": ["a", None]}), path)
-    with pytest.raises(CorpusError, match="row 1"):
+    with pytest.raises(CorpusError, match="row1: 'text' is null"):
         list(open_corpus(str(path)).samples())
 
 

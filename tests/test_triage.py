@@ -1,5 +1,6 @@
-"""Triage of a finished run: every record signed and clustered, one per cluster minimised,
-the file rewritten in place; and the same through `verify run` end to end."""
+"""Triage as its own stage: every committed finding signed and clustered, one per cluster
+minimised, results written beside the findings (never into them); the same through
+`verify run` and `verify triage OUT` end to end."""
 
 import json
 import random
@@ -8,12 +9,13 @@ import pytest
 
 from conftest import run_cli
 from verify.classify import LONG_INPUT, load_tags
+from verify.comparison import Side, compare_batch
 from verify.engines.fake import FakeEngine
-from verify.executors import LocalExecutor
-from verify.findings import FindingWriter
-from verify.runner import Run
+from verify.executors import EngineOptions, EnginePool, LocalExecutor
+from verify.findings import FindingWriter, read_findings
+from verify.pipeline.shard_task import encode_all
 from verify.sample import Sample
-from verify.triage import read_records, triage
+from verify.triage import read_clusters, run_triage, triaged_records
 
 from planted import FastBytes, ZeroesPattern
 
@@ -47,22 +49,41 @@ class Combined(ZeroesPattern):
         return super().encode_texts(texts, allow_special)
 
 
-def run_to(out, samples, candidate=None):
-    reference, cand = LocalExecutor(FastBytes()), LocalExecutor(candidate or Combined())
+def commit(out, reference, candidate, samples):
+    """What an earlier stage commits: the findings of the comparison, in divergences.jsonl."""
+    executors = [reference, candidate]
+    samples = list(samples)
+    _, findings = compare_batch(samples, encode_all(executors, samples),
+                                [Side(ex.spec, ex.token_bytes) for ex in executors], "test")
     writer = FindingWriter(out)
-    Run(reference, [cand], writer, source_name="test").process(list(samples))
+    for finding in findings:
+        writer.write(finding)
     writer.close()
-    return reference, cand
+
+
+def run_to(out, samples, candidate=None):
+    """Commit the findings; return a pool triage can replay them on."""
+    reference, cand = LocalExecutor(FastBytes()), LocalExecutor(candidate or Combined())
+    commit(out, reference, cand, samples)
+    return pool_of(reference, cand)
+
+
+def pool_of(*executors):
+    pool = EnginePool(EngineOptions(isolate=False))
+    pool.executors.update({ex.spec: ex for ex in executors})
+    return pool
 
 
 def by_id(out):
-    return {r["sample_id"]: r for r in read_records(out)}
+    return {r["sample_id"]: r for r in triaged_records(out)}
 
 
 def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
     samples = SAMPLES + [Sample.plain("err", "a long line with a boom in it"), Sample.plain("err2", "boom!")]
-    reference, cand = run_to(tmp_path, samples)
-    summary = triage(tmp_path, reference, {cand.spec: cand}, tags=[])
+    pool = run_to(tmp_path, samples)
+    findings_before = (tmp_path / "divergences.jsonl").read_bytes()
+    summary = run_triage(tmp_path, pool=pool, tags=[])
+    assert (tmp_path / "divergences.jsonl").read_bytes() == findings_before  # never written into
     records = by_id(tmp_path)
     assert set(records) == {"a", "b", "c", "big", "err", "err2"}
     assert summary.records == 6 and len(summary.clusters) == 4 and summary.minimised == 4
@@ -73,7 +94,7 @@ def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
     m = a["minimized"]
     assert (m["token_index"], m["byte_offset"], m["char_offset"]) == (0, 0, 0)
     assert m["expected"]["ids"][0] == ord("Z") and m["actual"]["ids"][0] == 0
-    assert m["calls"] > 0 and m["seconds"] >= 0 and not m["stopped_on_budget"]
+    assert m["calls"] > 0 and not m["stopped_on_budget"]
     assert b["minimized"] is None and b["minimized_skipped"] == "not first in cluster"
     assert records["c"]["cluster"] == "ids/Ll+Lu/Latin+Latin/letter|letter"
 
@@ -84,7 +105,7 @@ def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
     err = records["err2"] if records["err2"]["minimized"] else records["err"]
     assert err["minimized"]["input"] == [["boom", False]] and err["minimized"]["error"]["type"] == "ValueError"
 
-    clusters = json.loads((tmp_path / "clusters.json").read_text())
+    clusters = read_clusters(tmp_path)
     assert [c["count"] for c in clusters] == [c.count for c in summary.clusters]
     first = next(c for c in clusters if c["key"] == a["cluster"])
     assert first["sample_ids"] == ["a", "b"]  # "big" has the same signature plus long-input: its own cluster
@@ -93,10 +114,10 @@ def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
 
 
 def test_per_cluster_and_tags(tmp_path):
-    reference, cand = run_to(tmp_path, SAMPLES[:2])
+    pool = run_to(tmp_path, SAMPLES[:2])
     tags_file = tmp_path / "tags.toml"
     tags_file.write_text('[[tag]]\nengine = "combined"\nsignature = "space\\\\|letter"\ntag = "pattern bug"\n')
-    summary = triage(tmp_path, reference, {cand.spec: cand}, per_cluster=2, tags=load_tags(tags_file))
+    summary = run_triage(tmp_path, pool=pool, per_cluster=2, tags=load_tags(tags_file))
     records = by_id(tmp_path)
     assert all(r["minimized"]["input"] == [[PATTERN, False]] for r in records.values())
     assert all(r["tags"] == ["pattern bug"] for r in records.values())
@@ -104,8 +125,8 @@ def test_per_cluster_and_tags(tmp_path):
 
 
 def test_an_exhausted_budget_leaves_records_unminimised_and_says_why(tmp_path):
-    reference, cand = run_to(tmp_path, SAMPLES[:3])
-    summary = triage(tmp_path, reference, {cand.spec: cand}, budget_s=1e-9, tags=[])
+    pool = run_to(tmp_path, SAMPLES[:3])
+    summary = run_triage(tmp_path, pool=pool, budget_s=1e-9, tags=[])
     records = by_id(tmp_path)
     assert summary.minimised == 0
     assert records["a"]["minimized"] is None and records["a"]["minimized_skipped"] == "budget"
@@ -113,25 +134,26 @@ def test_an_exhausted_budget_leaves_records_unminimised_and_says_why(tmp_path):
 
 
 def test_a_finding_that_no_longer_reproduces_is_not_minimised(tmp_path):
-    reference, cand = run_to(tmp_path, SAMPLES[:1])
+    reference, cand = LocalExecutor(FastBytes()), LocalExecutor(Combined())
+    commit(tmp_path, reference, cand, SAMPLES[:1])
     fixed = LocalExecutor(FakeEngine(spec=cand.spec))  # "the same engine", now correct
-    triage(tmp_path, reference, {cand.spec: fixed}, tags=[])
+    run_triage(tmp_path, pool=pool_of(reference, fixed), tags=[])
     assert by_id(tmp_path)["a"]["minimized_skipped"] == "did not reproduce"
 
 
 def test_no_findings_gives_an_empty_clusters_file(tmp_path):
-    reference, cand = run_to(tmp_path, [Sample.plain("ok", "fine")])
-    summary = triage(tmp_path, reference, {cand.spec: cand}, tags=[])
-    assert summary.records == 0 and json.loads((tmp_path / "clusters.json").read_text()) == []
+    pool = run_to(tmp_path, [Sample.plain("ok", "fine")])
+    summary = run_triage(tmp_path, pool=pool, tags=[])
+    assert summary.records == 0 and read_clusters(tmp_path) == []
     assert (tmp_path / "divergences.jsonl").read_text() == ""
 
 
 def test_a_megabyte_document_is_minimised_within_the_budget(tmp_path):
     text = filler(1 << 20, seed=5)
     text = text[:700_000] + PATTERN + text[700_000:]
-    reference, cand = run_to(tmp_path, [Sample.plain("mb", text)])
-    summary = triage(tmp_path, reference, {cand.spec: cand}, budget_s=30, tags=[])
-    (record,) = read_records(tmp_path)
+    pool = run_to(tmp_path, [Sample.plain("mb", text)])
+    summary = run_triage(tmp_path, pool=pool, budget_s=30, tags=[])
+    (record,) = triaged_records(tmp_path)
     assert record["minimized"]["input"] == [[PATTERN, False]] and "long-input" in record["cluster"]
     assert summary.seconds < 5
 
@@ -182,7 +204,8 @@ def test_verify_run_minimises_and_writes_clusters(tmp_path, tiny_spec, e2e):
     proc = run_cli("run", "--reference", tiny_spec, "--candidate", candidate, "--corpus", str(corpus),
                    "--out", str(out), "--no-progress")
     assert proc.returncode == 1, proc.stderr
-    records = {r["sample_id"]: r for r in read_records(out)}
+    assert not any("minimized" in r for r in read_findings(out / "divergences.jsonl"))  # beside, not into
+    records = by_id(out)
     assert set(records) == {"d1", "d2", "d3", "d4"}
     assert all("signature" in r and "cluster" in r and "tags" in r and "minimized" in r for r in records.values())
     assert records["d1"]["cluster"] == records["d2"]["cluster"]
@@ -191,7 +214,7 @@ def test_verify_run_minimises_and_writes_clusters(tmp_path, tiny_spec, e2e):
     assert records["d1"]["minimized"] is None and records["d1"]["minimized_skipped"] == "not first in cluster"
     assert "long-input" in records["d3"]["cluster"] and records["d3"]["minimized"]["input"] == [["planted", False]]
     assert records["d4"]["minimized"]["input"] == [["boom", False]]
-    clusters = json.loads((out / "clusters.json").read_text())
+    clusters = read_clusters(out)
     assert sorted(c["count"] for c in clusters) == [1, 1, 2]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["triage"]["clusters"] == 3 and manifest["triage"]["minimised"] == 3
@@ -205,29 +228,20 @@ def test_verify_run_minimize_budget_zero_disables_triage(tmp_path, tiny_spec, e2
     proc = run_cli("run", "--reference", tiny_spec, "--candidate", candidate, "--corpus", str(corpus),
                    "--out", str(out), "--no-progress", "--minimize-budget", "0")
     assert proc.returncode == 1, proc.stderr
-    assert not (out / "clusters.json").exists()
-    assert all("minimized" not in r for r in read_records(out))
-    assert json.loads((out / "manifest.json").read_text())["triage"] is None
+    assert not (out / "clusters.json").exists() and not (out / "triage.jsonl").exists()
+    assert all("minimized" not in r for r in triaged_records(out))
+    assert "triage" not in json.loads((out / "manifest.json").read_text())
 
 
 def test_clusters_with_the_same_minimised_reproducer_share_a_cause(tmp_path):
-    from verify.engines.fake import FakeEngine
-    from verify.executors import LocalExecutor
-    from verify.findings import FindingWriter
-    from verify.runner import Run
-    from verify.sample import Sample
-    from verify.triage import triage
-
     from planted import ZeroesNonAscii
 
     # the same bug (non-ASCII bytes zeroed) met after a letter and after a digit: two clusters, one cause
     samples = [Sample.plain("a", "word é"), Sample.plain("b", "12345é"), Sample.plain("c", "x.é")]
     ref, cand = LocalExecutor(FakeEngine()), LocalExecutor(ZeroesNonAscii())
-    writer = FindingWriter(tmp_path)
-    Run(ref, [cand], writer).process(samples)
-    writer.close()
-    summary = triage(tmp_path, ref, {cand.spec: cand}, budget_s=30, tags=[])
+    commit(tmp_path, ref, cand, samples)
+    summary = run_triage(tmp_path, pool=pool_of(ref, cand), budget_s=30, tags=[])
     assert len(summary.clusters) >= 2
     assert all(c.cause for c in summary.clusters)  # every cluster minimised: {None} must not pass as one cause
     assert len({c.cause for c in summary.clusters}) == 1
-    assert summary.as_manifest()["causes"] == 1
+    assert summary.as_info()["causes"] == 1

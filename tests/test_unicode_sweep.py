@@ -10,15 +10,12 @@ import numpy as np
 import pytest
 
 from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_sweep import (
-    CONTEXTS,
-    attribute,
-    code_points,
-    sweep,
-    sweep_many,
-    write_unicode_report,
-)
+from verify.adversarial.unicode_attribution import attribute
+from verify.adversarial.unicode_contexts import CONTEXTS, code_points
+from verify.adversarial.unicode_sweep import sweep, sweep_many
 from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
+from verify.executors.local import LocalExecutor
+from verify.reports.unicode import write_unicode_report
 
 # --------------------------------------------------------------------------- toy engine
 
@@ -67,11 +64,12 @@ class ToyEngine(Adapter):
         return np.split(ids, byte_cum[char_bounds][:-1])
 
 
-def toy(version: str | None = None, **kw) -> ToyEngine:
+def toy(version: str | None = None, **kw) -> LocalExecutor:
+    """A ToyEngine on one Unicode version's classes, as the executor the sweep takes."""
     declared = kw.pop("declare", None)
     excl = kw.pop("space_excludes", ())
     name = f"{version or 'current'}" + ("-nofs" if excl else "")
-    return ToyEngine(name, class_table(version, space_excludes=excl), declared)
+    return LocalExecutor(ToyEngine(name, class_table(version, space_excludes=excl), declared))
 
 
 class Failing(ToyEngine):
@@ -156,7 +154,7 @@ def test_old_tables_are_named(declare):
 def test_other_versions_are_told_apart():
     ref = toy(declare="16.0.0")
     for x in ("12.1.0", "14.0.0", "15.0.0"):
-        ref.table = class_table("16.0.0")
+        ref.engine.table = class_table("16.0.0")
         r = sweep(ref, toy(x), **CJK_EXT)
         assert r.unicode_version == x, (x, r.scores)
 
@@ -170,6 +168,12 @@ def test_whitespace_definition_is_listed_exactly():
     assert r.unicode_version is None and r.unexplained == []
 
 
+def test_one_executor_as_reference_and_candidate():
+    ex = toy()
+    r = sweep(ex, ex, start=0x2600, stop=0x2700)
+    assert r.ok and r.code_points == 0x100 and r.reference == r.candidate == "toy:current"
+
+
 def test_packing_matches_probe_by_probe():
     ref, cand = toy(), toy("14.0.0")
     packed = sweep(ref, cand, start=0x1E000, stop=0x20000)
@@ -179,7 +183,7 @@ def test_packing_matches_probe_by_probe():
 
 def test_context_dependent_difference_is_localised():
     ref = toy()
-    cand = ContractionFold("fold", class_table())
+    cand = LocalExecutor(ContractionFold("fold", class_table()))
     r = sweep(ref, cand, start=0, stop=0x1000)
     assert r.mismatched == [[0x17F, 0x17F]]
     assert r.contexts_of[0x17F] == ["contraction"]
@@ -188,7 +192,7 @@ def test_context_dependent_difference_is_localised():
 
 def test_engine_errors_are_mismatches():
     ref = toy()
-    cand = Failing("failing", class_table())
+    cand = LocalExecutor(Failing("failing", class_table()))
     r = sweep(ref, cand, start=0x2600, stop=0x2700)
     assert r.mismatched == [[0x2603, 0x2603]] and r.errors == [[0x2603, 0x2603]]
 
@@ -247,7 +251,7 @@ def test_real_tiktoken_vs_hf(tmp_path):
     differences that a byte-level BPE cannot show are invisible here."""
     from verify.engines.registry import build_engine
 
-    r = sweep(build_engine("tiktoken:cl100k_base"), build_engine("hf:cl100k_base"))
+    r = sweep(LocalExecutor(build_engine("tiktoken:cl100k_base")), LocalExecutor(build_engine("hf:cl100k_base")))
     write_unicode_report(r, tmp_path)
     assert r.code_points == 1_112_064
     assert r.errors == [] and r.pack_only == []
@@ -288,7 +292,7 @@ def test_real_regex_module_vs_tiktoken_o200k():
     from verify.engines.registry import build_engine
 
     tk = build_engine("tiktoken:o200k_base")
-    r = sweep(tk, RegexModuleBPE(tk.encoding), start=0x10000, stop=0x20000)
+    r = sweep(LocalExecutor(tk), LocalExecutor(RegexModuleBPE(tk.encoding)), start=0x10000, stop=0x20000)
     if r.count == 0:
         pytest.skip("tiktoken and the regex module now agree on plane 1")
     assert r.unicode_version is not None and r.explained >= 0.9, (r.mismatched[:10], r.scores)
@@ -296,7 +300,6 @@ def test_real_regex_module_vs_tiktoken_o200k():
 
 
 def test_code_points_where_both_engines_fail_are_reported_not_passed():
-    from verify.adversarial.unicode_sweep import sweep
     from verify.engines.fake import FakeEngine
 
     def fails_on_snowman(text, allow_special):
@@ -304,7 +307,7 @@ def test_code_points_where_both_engines_fail_are_reported_not_passed():
             raise ValueError("planted")
         return list(text.encode())
 
-    result = sweep(FakeEngine(encode=fails_on_snowman, spec="fake:a"), FakeEngine(encode=fails_on_snowman, spec="fake:b"),
-                   start=0x2600, stop=0x2700)
+    result = sweep(LocalExecutor(FakeEngine(encode=fails_on_snowman, spec="fake:a")),
+                   LocalExecutor(FakeEngine(encode=fails_on_snowman, spec="fake:b")), start=0x2600, stop=0x2700)
     assert not result.ok
-    assert result.mismatched == [[0x2603, 0x2603]]
+    assert result.mismatched == [[0x2603, 0x2603]] and result.errors == [[0x2603, 0x2603]]

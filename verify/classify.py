@@ -110,6 +110,11 @@ def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
     text = sample_text
     flags: list[str] = []
     sig: dict[str, Any] = {"kind": kind}
+    if kind == "bad-input":  # a record that never became a sample: grouped by why
+        reason = (record.get("error") or {}).get("message") or "unknown"
+        sig["reason"] = re.sub(r"(?<![\w-])\d+", "N", reason.split(" (")[0])
+        sig["flags"] = flags
+        return sig
     if kind != "ids":
         error = record.get("error") or {}
         sig["error_type"] = error.get("type") or "unknown"
@@ -156,7 +161,9 @@ def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
 def signature_key(sig: dict[str, Any]) -> str:
     """A short stable string naming the signature; equal keys mean one cluster."""
     kind = sig.get("kind", "ids")
-    if kind != "ids":
+    if kind == "bad-input":
+        parts = [kind, sig.get("reason") or "unknown"]
+    elif kind != "ids":
         parts = [kind, sig.get("error_type") or "unknown"] + ([sig["signal"]] if sig.get("signal") else [])
     elif not sig.get("located"):
         parts = [kind, "unlocated"]
@@ -268,7 +275,7 @@ def tags_for(engine: str, key: str, rules: list[TagRule]) -> tuple[list[str], li
     tags: list[str] = []
     links: list[str] = []
     for rule in rules:
-        if rule.engine.search(engine) and rule.signature.search(key):
+        if rule.engine.search(engine or "") and rule.signature.search(key):
             if rule.tag not in tags:
                 tags.append(rule.tag)
             if rule.link and rule.link not in links:

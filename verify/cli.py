@@ -4,6 +4,7 @@ modules' return values, nowhere else:
   0  every sample verified
   1  a divergence, error, crash or timeout was found (or samples were skipped)
   2  usage or configuration error (unknown engine, missing file, bad vocabulary hash, ...)
+  3  a bug in the harness itself (an unexpected exception), with one line saying so
 130  interrupted
 """
 
@@ -15,7 +16,7 @@ import os
 import sys
 
 from verify import __version__
-from verify.commands import COMMANDS, EXIT_INTERRUPTED, EXIT_USAGE
+from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_INTERRUPTED, EXIT_USAGE
 from verify.errors import UsageError, VerifyError
 
 
@@ -39,7 +40,9 @@ def _module(name: str):
 
 def main(argv: list[str] | None = None) -> int:
     try:
+        argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
+        args.argv = argv  # recorded in manifests as the command that ran
         return _module(args.command).run(args)
     except VerifyError as exc:
         print(f"verify: error: {exc}", file=sys.stderr)
@@ -50,9 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # a bug in verify itself: still one line unless asked for more
         if os.environ.get("VERIFY_DEBUG"):
             raise
-        print(f"verify: internal error: {type(exc).__name__}: {exc} (set VERIFY_DEBUG=1 for a traceback)",
-              file=sys.stderr)
-        return EXIT_USAGE
+        print(f"verify: harness bug: {type(exc).__name__}: {exc} (set VERIFY_DEBUG=1 for a traceback; "
+              "please report it)", file=sys.stderr)
+        return EXIT_HARNESS_BUG
 
 
 if __name__ == "__main__":

@@ -1,39 +1,37 @@
-"""Findings: the divergence record (schema ``verify.divergence/1``) and its writer.
+"""Findings: the divergence record (schema ``verify.divergence/2``, docs/schema.md) and its writer.
 
-Documented field by field in docs/schema.md. A record always carries the input
-that causes it: inline when it is at most ``INLINE_INPUT_LIMIT`` characters,
-otherwise in ``OUT/inputs/<sha256>.json`` referenced by ``input_file``.
+A record always carries the input that causes it: inline when it is at most
+``INLINE_INPUT_LIMIT`` characters, otherwise in ``OUT/inputs/<input_key>.json``
+referenced by ``input_file``. Records are written once, by the stage that found
+them; triage writes its results beside them (``triage.jsonl``), never into them.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
+from verify import jsonl
 from verify.compare import char_offset, first_difference, token_byte_offsets
+from verify.keys import KEYS_VERSION, finding_key, input_key
+from verify.outcome import FAILURE_KINDS, Failure
 from verify.sample import Sample
 
-SCHEMA = "verify.divergence/1"
+SCHEMA = "verify.divergence/2"
 INLINE_INPUT_LIMIT = 64 * 1024
 WINDOW_BEFORE, WINDOW_AFTER = 4, 8
 CONTEXT_CHARS = 40
+BAD_INPUT = "bad-input"
 
-FAILURE_KINDS = ("error", "crash", "timeout")
-KINDS = ("ids",) + FAILURE_KINDS
+KINDS = ("ids",) + FAILURE_KINDS + (BAD_INPUT,)
 
-
-@dataclass(frozen=True)
-class Failure:
-    """An engine that returned no ids for a sample."""
-
-    kind: str  # "error" | "crash" | "timeout"
-    type: str
-    message: str
+__all__ = ["Failure", "Finding", "FindingWriter", "SCHEMA", "KINDS", "BAD_INPUT", "describe_divergence",
+           "describe_failure", "bad_input_record", "read_findings", "INLINE_INPUT_LIMIT"]
 
 
 @dataclass
@@ -44,8 +42,11 @@ class Finding:
     kind: str
     source: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
+    detail: str = ""  # what tells findings on one input apart (a metamorphic check, a session turn)
 
-    def to_record(self, inputs_dir: Path | None = None) -> dict[str, Any]:
+    def to_record(self) -> tuple[dict[str, Any], tuple[str, str] | None]:
+        """The record, and ``(input_file, payload)`` when the input is stored beside it."""
+        key = input_key(self.sample.segments)
         record: dict[str, Any] = {
             "schema": SCHEMA,
             "kind": self.kind,
@@ -53,23 +54,29 @@ class Finding:
             "reference": self.reference,
             "sample_id": self.sample.id,
             "source": self.source,
+            "finding_key": finding_key(self.kind, self.engine, self.reference, key, self.sample.id, self.detail),
+            "input_key": key,
         }
         record.update(self.fields)
-        record.update(input_fields(self.sample, inputs_dir))
-        return record
+        segments = [[s.text, s.allow_special] for s in self.sample.segments]
+        if sum(len(s.text) for s in self.sample.segments) <= INLINE_INPUT_LIMIT:
+            record["input"] = segments
+            return record, None
+        name = f"inputs/{key}.json"
+        record["input_file"] = name
+        return record, (name, json.dumps({"keys_version": KEYS_VERSION, "segments": segments}, ensure_ascii=False))
 
 
-def input_fields(sample: Sample, inputs_dir: Path | None) -> dict[str, Any]:
-    payload = json.dumps(sample.to_json(), ensure_ascii=False, sort_keys=True)
-    digest = hashlib.sha256(payload.encode("utf-8")).hexdigest()
-    nchars = sum(len(s.text) for s in sample.segments)
-    if nchars <= INLINE_INPUT_LIMIT or inputs_dir is None:
-        return {"input_sha256": digest, "input": sample.to_json()["segments"]}
-    inputs_dir.mkdir(parents=True, exist_ok=True)
-    path = inputs_dir / f"{digest}.json"
-    if not path.exists():
-        path.write_text(payload, encoding="utf-8")
-    return {"input_sha256": digest, "input_file": f"inputs/{path.name}"}
+def bad_input_record(source: str | None, position: str, reason: str, raw: bytes | str | None) -> dict[str, Any]:
+    """A record the corpus could not turn into a sample, with where it is and why."""
+    if isinstance(raw, bytes):
+        raw = raw[:400].decode("utf-8", "backslashreplace")
+    elif isinstance(raw, str):
+        raw = raw[:400].encode("utf-8", "backslashreplace").decode("utf-8")
+    return {"schema": SCHEMA, "kind": BAD_INPUT, "engine": None, "reference": None, "sample_id": position,
+            "source": source, "finding_key": finding_key(BAD_INPUT, None, None, "", position, reason),
+            "input_key": None, "input": None, "raw": raw,
+            "error": {"type": "BadRecord", "message": reason}}
 
 
 def _piece(b: bytes) -> str:
@@ -123,24 +130,49 @@ def _window(ids: np.ndarray, pieces: list[bytes] | None, lo: int) -> dict[str, A
 
 
 def describe_failure(failure: Failure) -> dict[str, Any]:
-    return {"error": {"type": failure.type, "message": failure.message[:2000]}}
+    return {"error": failure.as_dict()}
+
+
+def write_stored_input(out_dir: Path, stored: tuple[str, str] | None) -> None:
+    """Write a large input beside the report (content-addressed: written once)."""
+    if stored is None:
+        return
+    name, payload = stored
+    path = out_dir / name
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(payload, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 class FindingWriter:
-    """Streams findings to ``OUT/divergences.jsonl`` as they are found."""
+    """Streams findings to ``OUT/divergences.jsonl`` as they are found (commands that
+    are not sharded: fuzz, check, unicode). ``verify run`` commits per shard instead."""
 
-    def __init__(self, out_dir: Path):
-        self.out_dir = out_dir
-        self.path = out_dir / "divergences.jsonl"
+    def __init__(self, out_dir: Path, name: str = "divergences.jsonl"):
+        self.out_dir = Path(out_dir)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.out_dir / name
         self._fh = open(self.path, "w", encoding="utf-8")
         self.count = 0
 
     def write(self, finding: Finding) -> dict[str, Any]:
-        record = finding.to_record(self.out_dir / "inputs")
-        self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+        record, stored = finding.to_record()
+        write_stored_input(self.out_dir, stored)
+        return self.write_record(record)
+
+    def write_record(self, record: dict[str, Any]) -> dict[str, Any]:
+        self._fh.write(jsonl.line(record))
         self._fh.flush()
         self.count += 1
         return record
 
     def close(self) -> None:
         self._fh.close()
+
+
+def read_findings(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a findings file, in order; nothing when it does not exist."""
+    return jsonl.read(path)

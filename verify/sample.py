@@ -54,3 +54,15 @@ class Sample:
     @classmethod
     def from_json(cls, obj: dict) -> "Sample":
         return cls.from_segments(obj["id"], [(t, a) for t, a in obj["segments"]])
+
+
+@dataclass(frozen=True, slots=True)
+class BadRecord:
+    """A corpus record that cannot become a sample (null or missing text, broken JSON
+    or UTF-8, a lone surrogate): where it is, why, and its first bytes. Sources yield
+    these instead of raising, so one bad record never ends a run; it is counted and
+    reported as a ``bad-input`` finding."""
+
+    position: str  # file:line, file@byte, file:rowN
+    reason: str
+    raw: bytes | str | None = None

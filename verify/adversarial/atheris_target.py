@@ -20,8 +20,9 @@ id lists and the first differing index when a candidate differs. An engine that
 raises is a finding too (whichever engine it is), never a skipped input; a
 segfault or abort is caught by libFuzzer itself. Each finding is a
 ``crash-<sha1>`` file (the raw bytes) in OUT; ``verify fuzz --atheris`` then
-decodes them and replays them through the ordinary isolated pipeline, so they end
-in ``OUT/divergences.jsonl`` like any other finding (inputs in
+decodes them and replays them through the ordinary isolated pipeline (``verify run``
+into ``OUT/replay/``, replaced on every call), so they end in
+``OUT/replay/divergences.jsonl`` like any other finding, triaged (inputs in
 ``OUT/atheris-inputs.jsonl``). ``OUT/atheris.log`` is libFuzzer's log and
 ``OUT/atheris-corpus/`` its corpus, which a later run with the same OUT continues;
 an empty corpus is first seeded with 300 texts from the hypothesis strategies.
@@ -48,7 +49,7 @@ import sys
 from pathlib import Path
 
 from verify.compare import first_difference
-from verify.findings import Failure
+from verify.outcome import Failure, agree
 from verify.sample import Sample
 
 REFERENCE_ENV = "VERIFY_FUZZ_REFERENCE"
@@ -56,8 +57,9 @@ CANDIDATES_ENV = "VERIFY_FUZZ_CANDIDATES"
 MAX_IDS_SHOWN = 2000
 INSTALL_HINT = "atheris is not installed: pip install atheris (Linux or macOS, CPython with a wheel or clang)"
 
-REFERENCE = None  # LocalExecutor, built at import from the environment
+REFERENCE = None  # executors in this process, built by configure() from the environment
 CANDIDATES: list = []
+POOL = None
 
 
 def parse_specs(raw: str) -> list[str]:
@@ -69,12 +71,13 @@ def parse_specs(raw: str) -> list[str]:
 
 def configure(reference: str, candidates: list[str]) -> None:
     """Build the engines (in this process) that ``TestOneInput`` compares."""
-    global REFERENCE, CANDIDATES
-    from verify.engines import build_engine
-    from verify.executors import LocalExecutor
+    global REFERENCE, CANDIDATES, POOL
+    from verify.executors.pool import EngineOptions, EnginePool
 
-    REFERENCE = LocalExecutor(build_engine(reference))
-    CANDIDATES = [LocalExecutor(build_engine(spec)) for spec in candidates]
+    if POOL is not None:
+        POOL.close()
+    POOL = EnginePool(EngineOptions(isolate=False))  # libFuzzer itself catches segfaults and hangs
+    REFERENCE, *CANDIDATES = POOL.start([reference, *candidates])
 
 
 def text_from_bytes(data: bytes) -> str:
@@ -133,8 +136,8 @@ def TestOneInput(data: bytes) -> None:
         if isinstance(actual, Failure):
             raise AssertionError(f"{candidate.spec} failed on input {text!r} (reference {REFERENCE.spec} did not): "
                                  f"{_show(actual)}")
-        index = first_difference(expected, actual)
-        if index is not None:
+        if not agree(expected, actual):
+            index = first_difference(expected, actual)
             raise AssertionError(
                 f"{candidate.spec} differs from {REFERENCE.spec} at token {index} on input {text!r}\n"
                 f"  expected: {_show(expected)}\n  actual:   {_show(actual)}")
@@ -198,7 +201,7 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
     replay(reference, candidates, found, out)
     for path in found:
         print(f"atheris: {path.name}: {text_from_bytes(path.read_bytes())!r}")
-    print(f"atheris: {len(found)} finding(s), replayed into {out / 'divergences.jsonl'}; log {log}")
+    print(f"atheris: {len(found)} finding(s), replayed into {out / 'replay' / 'divergences.jsonl'}; log {log}")
     return EXIT_FINDINGS
 
 
@@ -207,15 +210,20 @@ def _artifacts(out: Path) -> list[Path]:
 
 
 def replay(reference: str, candidates: list[str], artifacts: list[Path], out: Path) -> None:
-    """Decode artifacts and run them through ``verify run``'s pipeline into ``out``."""
-    from verify.job import RunOptions, run_job
+    """Decode artifacts and run them through ``verify run``'s pipeline into ``out/replay``."""
+    import shutil
+
+    from verify import jsonl
+
+    from verify.pipeline.run import RunOptions, run_job
 
     inputs = out / "atheris-inputs.jsonl"
     with open(inputs, "w", encoding="utf-8") as fh:
         for path in artifacts:
             record = {"id": f"atheris:{path.name}", "text": text_from_bytes(path.read_bytes())}
-            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
-    run_job(RunOptions(reference=reference, candidates=list(candidates), corpora=[str(inputs)], out=out,
+            fh.write(jsonl.line(record))
+    shutil.rmtree(out / "replay", ignore_errors=True)
+    run_job(RunOptions(reference=reference, candidates=list(candidates), corpora=[str(inputs)], out=out / "replay",
                        progress=False, argv=["fuzz", "--atheris"]))
 
 

@@ -16,8 +16,8 @@ different bug. An engine leaves the pool after ``max_findings`` findings (defaul
 empty, the reference has ``max_findings`` findings, or the budget is spent.
 
 Comparison, counting and finding records are the ordinary pipeline's:
-``verify.runner.Run`` on one-sample batches, ``FindingWriter``,
-``build_manifest`` and ``write_summary``. Every example hypothesis executes
+``verify.comparison.compare_batch`` on one-sample batches, engines from the
+job's ``EnginePool``, the manifest and summary of ``verify.job.CommandJob``. Every example hypothesis executes
 (search and shrink steps) is one sample in ``counts``; ``verified`` counts the
 examples on which every engine agreed.
 
@@ -41,14 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from verify.errors import UsageError, VerifyError
-from verify.findings import Finding, FindingWriter
-from verify.runner import Counts, Run
+from verify.comparison import Side, compare_batch
+from verify.counts import Counts
+from verify.errors import UsageError
+from verify.executors.pool import EngineOptions
+from verify.findings import Finding
+from verify.pipeline.shard_task import encode_all
 
 DEFAULT_EXAMPLES = 2000
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_DATABASE = Path("adversarial/hypothesis")
-DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_FINDINGS = 5
 SHRINK_S = 120.0
 EXAMPLES_ENV = "VERIFY_FUZZ_EXAMPLES"
@@ -99,20 +101,6 @@ class FuzzResult:
         return bool(self.findings)
 
 
-class _Collector:
-    """A FindingWriter stand-in for the comparison of one example: keeps the
-    findings instead of writing them (most examples hypothesis runs while
-    shrinking are not the final one)."""
-
-    def __init__(self):
-        self.findings: list[Finding] = []
-        self.count = 0
-
-    def write(self, finding: Finding) -> dict:
-        self.findings.append(finding)
-        return {}
-
-
 def default_examples() -> int:
     raw = os.environ.get(EXAMPLES_ENV)
     if not raw:
@@ -134,23 +122,6 @@ def resolve_database(database_dir: Path | None) -> Path | None:
 
         database_dir = project_dir() / database_dir
     return database_dir
-
-
-def start_executors(specs: Sequence[str], isolate: bool, timeout_s: float) -> list:
-    from verify.engines import build_engine
-    from verify.executors import LocalExecutor
-    from verify.executors.isolated import IsolatedExecutor
-
-    started: list = []
-    try:
-        for spec in specs:
-            started.append(IsolatedExecutor(spec, timeout_s=timeout_s) if isolate
-                           else LocalExecutor(build_engine(spec)))
-    except BaseException:
-        for ex in started:
-            ex.close()
-        raise
-    return started
 
 
 def signature(finding: Finding) -> frozenset[tuple]:
@@ -181,7 +152,7 @@ def _sort_key(sample) -> tuple:
 
 def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, max_examples: int | None = None,
          budget_s: float | None = None, seed: int | None = None, database_dir: Path | None = DEFAULT_DATABASE,
-         isolate: bool = True, timeout_s: float = DEFAULT_TIMEOUT_S, long_max: int | None = None,
+         engine: EngineOptions | None = None, long_max: int | None = None,
          max_findings: int = DEFAULT_MAX_FINDINGS, argv: list[str] | None = None) -> FuzzResult:
     """Fuzz ``candidate_specs`` against ``reference_spec``; write findings, manifest
     and summary into ``out_dir``. ``database_dir=None`` keeps no example database;
@@ -192,8 +163,7 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
     from hypothesis.errors import Flaky
 
     from verify.adversarial import strategies
-    from verify.reports.manifest import build_manifest, write_manifest
-    from verify.reports.markdown import write_summary
+    from verify.job import CommandJob
 
     candidates = list(candidate_specs)
     if not candidates:
@@ -212,128 +182,100 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
     database = DirectoryBasedExampleDatabase(str(database_dir)) if database_dir is not None else None
     long_max = strategies.LONG_RUN_MAX if long_max is None else long_max
 
-    executors = start_executors([reference_spec, *candidates], isolate, timeout_s)
-    reference, pool = executors[0], list(executors[1:])
-    identities = [ex.identity().as_dict() for ex in executors]
-    special = all(ex.capabilities.special_tokens for ex in executors)
-    documents = strategies.documents(special=special, long_max=long_max)
+    with CommandJob("fuzz", out_dir, argv or [], engine) as job:
+        reference, *pool = job.pool.start([reference_spec, *candidates])
+        job.reference, job.candidates = reference_spec, candidates
+        special = all(ex.capabilities.special_tokens for ex in [reference, *pool])
+        documents = strategies.documents(special=special, long_max=long_max)
+        job.sources = [{"name": SOURCE, "kind": "hypothesis", "strategies": sorted(strategies.STRATEGIES),
+                        "special_segments": special, "long_run_max": long_max}]
+        counts = job.counts
+        records: list[dict] = []
+        rounds: list[Round] = []
+        known: set[tuple] = set()
+        per_engine: dict[str, int] = {}
+        search_deadline = time.monotonic() + budget_s
+        examples_left = max_examples
+        job.extra["fuzz"] = {"max_examples": max_examples, "budget_s": budget_s, "seed": seed, "shrink_s": SHRINK_S,
+                             "max_findings": max_findings,
+                             "database": str(database_dir) if database_dir is not None else None, "rounds": []}
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    writer = FindingWriter(out_dir)
-    collector = _Collector()
-    run = Run(reference, pool, collector, source_name=SOURCE)  # the comparison and the counts
-    records: list[dict] = []
-    rounds: list[Round] = []
-    known: set[tuple] = set()
-    per_engine: dict[str, int] = {}
-    started = time.time()
-    search_deadline = time.monotonic() + budget_s
-    examples_left = max_examples
-    interrupted = False
-    failure: VerifyError | None = None
+        def compare(sample, active) -> list[Finding]:
+            executors = [reference, *active]
+            delta, findings = compare_batch([sample], encode_all(executors, [sample]),
+                                            [Side(ex.spec, ex.token_bytes) for ex in executors], SOURCE)
+            counts.add(delta)
+            return findings
 
-    def one_round(rnd: Round) -> tuple[object, list[Finding]] | None:
-        """One hypothesis run over the current pool. Returns (sample, findings) of its
-        shrunk failing example, or None when the budget ended it without one."""
-        best: list = []  # smallest failing example seen, in case the run is cut short
-        shrink_deadline: list[float] = []
+        def one_round(rnd: Round, active: list) -> tuple[object, list[Finding]] | None:
+            """One hypothesis run over the engines still searched. Returns (sample, findings) of its
+            shrunk failing example, or None when the budget ended it without one."""
+            best: list = []  # smallest failing example seen, in case the run is cut short
+            shrink_deadline: list[float] = []
 
-        def check(sample) -> None:
-            now = time.monotonic()
-            if not shrink_deadline and now > search_deadline:
-                rnd.ended = "time"
-                raise _BudgetSpent
-            if shrink_deadline and now > shrink_deadline[0]:
-                rnd.ended = "shrink-time"
-                raise _BudgetSpent
-            collector.findings = []
-            run.process([sample])
-            if shrink_deadline:
-                rnd.shrink_examples += 1
+            def check(sample) -> None:
+                now = time.monotonic()
+                if not shrink_deadline and now > search_deadline:
+                    rnd.ended = "time"
+                    raise _BudgetSpent
+                if shrink_deadline and now > shrink_deadline[0]:
+                    rnd.ended = "shrink-time"
+                    raise _BudgetSpent
+                findings = compare(sample, active)
+                if shrink_deadline:
+                    rnd.shrink_examples += 1
+                else:
+                    rnd.examples += 1
+                new = [f for f in findings if not signature(f) & known]
+                if new:
+                    if not shrink_deadline:
+                        shrink_deadline.append(now + SHRINK_S)
+                    if not best or _sort_key(sample) < _sort_key(best[0]):
+                        best[:] = [sample, new]
+                    raise Divergence(sample, new)
+
+            # Saved examples are keyed by the engines compared and the round, so they replay
+            # for the same pool and are not dropped by a round in which they are known.
+            key = "\n".join([reference_spec, *rnd.candidates, str(special), str(long_max), str(len(rounds))])
+            check._hypothesis_internal_add_digest = hashlib.sha256(key.encode()).digest()
+            test = settings(
+                max_examples=examples_left, deadline=None, database=database, derandomize=False,
+                suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
+                verbosity=Verbosity.quiet, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+            )(given(documents)(check))
+            if seed is not None:
+                test = hypothesis_seed(seed + len(rounds))(test)
+            try:
+                test()
+            except Divergence as exc:
+                rnd.ended = "finding"
+                return exc.sample, exc.findings
+            except Flaky:
+                rnd.ended = "flaky"  # the shrunk example did not fail again (a timeout, say): keep the best seen
+            except _BudgetSpent:
+                pass
             else:
-                rnd.examples += 1
-            new = [f for f in collector.findings if not signature(f) & known]
-            if new:
-                if not shrink_deadline:
-                    shrink_deadline.append(now + SHRINK_S)
-                if not best or _sort_key(sample) < _sort_key(best[0]):
-                    best[:] = [sample, new]
-                raise Divergence(sample, new)
+                rnd.ended = rnd.ended or "examples"
+            return (best[0], best[1]) if best else None
 
-        # Saved examples are keyed by the engines compared and the round, so they replay
-        # for the same pool and are not dropped by a round in which they are known.
-        key = "\n".join([reference_spec, *rnd.candidates, str(special), str(long_max), str(len(rounds))])
-        check._hypothesis_internal_add_digest = hashlib.sha256(key.encode()).digest()
-        test = settings(
-            max_examples=examples_left, deadline=None, database=database, derandomize=False,
-            suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
-            verbosity=Verbosity.quiet, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-        )(given(documents)(check))
-        if seed is not None:
-            test = hypothesis_seed(seed + len(rounds))(test)
-        try:
-            test()
-        except Divergence as exc:
-            rnd.ended = "finding"
-            return exc.sample, exc.findings
-        except Flaky:
-            rnd.ended = "flaky"  # the shrunk example did not fail again (a timeout, say): keep the best seen
-        except _BudgetSpent:
-            pass
-        else:
-            rnd.ended = rnd.ended or "examples"
-        return (best[0], best[1]) if best else None
-
-    try:
-        while run.candidates and examples_left > 0 and time.monotonic() < search_deadline:
-            rnd = Round([ex.spec for ex in run.candidates])
+        active = list(pool)
+        while active and examples_left > 0 and time.monotonic() < search_deadline:
+            rnd = Round([ex.spec for ex in active])
             rounds.append(rnd)
             t0 = time.monotonic()
-            found = one_round(rnd)
+            found = one_round(rnd, active)
             rnd.seconds = time.monotonic() - t0
+            job.extra["fuzz"]["rounds"].append(rnd.as_dict())
             if found is None:
                 break
             examples_left -= max(1, rnd.examples)
             sample, findings = found
             for finding in findings:
-                finding.source = SOURCE
-                records.append(writer.write(finding))
+                records.append(job.writer.write(finding))
                 rnd.found.append(finding.engine)
                 known |= signature(finding)
                 per_engine[finding.engine] = per_engine.get(finding.engine, 0) + 1
             if per_engine.get(reference.spec, 0) >= max_findings:
                 break
-            run.candidates = [ex for ex in run.candidates if per_engine.get(ex.spec, 0) < max_findings]
-    except KeyboardInterrupt:
-        interrupted = True
-    except VerifyError as exc:
-        failure = exc
-    finally:
-        writer.close()
-        for ex in executors:
-            ex.close()
-
-    counts = run.counts
-    counts.findings = len(records)
-    manifest = build_manifest(
-        argv=argv or [], reference=identities[0], candidates=identities[1:],
-        sources=[{"name": SOURCE, "kind": "hypothesis", "strategies": sorted(strategies.STRATEGIES),
-                  "special_segments": special, "long_run_max": long_max}],
-        counts=counts.as_dict(), started=started, finished=time.time(), interrupted=interrupted,
-        engine_notes={ex.spec: {"isolated": isolate, "worker_restarts": ex.restarts} for ex in executors},
-    )
-    manifest["fuzz"] = {
-        "max_examples": max_examples, "budget_s": budget_s, "seed": seed, "shrink_s": SHRINK_S,
-        "max_findings": max_findings,
-        "database": str(database_dir) if database_dir is not None else None,
-        "rounds": [r.as_dict() for r in rounds],
-    }
-    if failure is not None:
-        manifest["aborted"] = str(failure)
-    write_manifest(out_dir, manifest)
-    write_summary(out_dir, manifest, records)
-    if failure is not None:
-        raise failure
-    if interrupted:
-        raise KeyboardInterrupt
-    return FuzzResult(counts, out_dir, manifest, records, rounds)
+            active = [ex for ex in active if per_engine.get(ex.spec, 0) < max_findings]
+    return FuzzResult(counts, out_dir, job.manifest, records, rounds)

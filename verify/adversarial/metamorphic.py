@@ -2,21 +2,25 @@
 
 For an engine without a trusted reference (or to localise a bug that the
 reference comparison only shows as "different ids"), each sample is checked
-against the engine itself:
+against the engine itself, through two executors of the same spec (``fresh``
+and ``warm``, started by two ``EnginePool``s so each has its own engine):
 
   repeat     the same input encoded twice gives the same ids
-  history    a fresh engine and one warmed on other text (``WARMUP_TEXTS``, then
+  history    the fresh engine and one warmed on other text (``WARMUP_TEXTS``, then
              the batch in reverse order) give the same ids: no hidden state
   batch      one call with the whole batch gives each sample's single-call ids
-  threads    the batch encoded from 4 Python threads at once (each thread the
-             whole batch, on one shared engine) gives what one thread's batch call gave
+  threads    the batch encoded from 4 threads at once inside the engine's process
+             (``Executor.encode_concurrent``) gives what one batch call gave
   roundtrip  for byte-level engines that declare ``capabilities.decode``: the
              concatenated ``token_bytes`` of the ids are the input's UTF-8
 
 The baseline of a sample is its first single-sample encode on the fresh engine.
-Each violation is one finding (``verify.divergence/1``, kind ``ids``, with a
-``check`` field naming the property; ``engine`` and ``reference`` are both the
-engine's spec). An engine that raises gives an ``error`` finding with ``check``.
+Agreement is ``verify.outcome.agree``. Each violation is one finding (kind
+``ids``, with a ``check`` field naming the property and ``detail=check``, so two
+checks failing on one input are two finding keys; ``engine`` and ``reference``
+are both the engine's spec). An engine that returns a ``Failure`` gives an
+``error``/``crash``/``timeout`` finding with ``check``. Every sample also ends in
+one ``verify.counts`` state (``tally``): verified, diverged, or the worst failure.
 
 Engines that do not honour ``allow_special`` get their samples as plain text
 (every segment ``allow_special=False``): the properties do not need special tokens.
@@ -24,19 +28,20 @@ Engines that do not honour ``allow_special`` get their samples as plain text
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
 from verify.compare import char_offset
-from verify.engines.base import FINGERPRINT_PROBES, as_token_array
-from verify.findings import Failure, Finding, FindingWriter, describe_divergence, describe_failure
-from verify.executors.local import failure_from
-from verify.sample import Sample, Segment
-
-_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
+from verify.comparison import sample_size
+from verify.counts import Counts, worst
+from verify.engines.base import FINGERPRINT_PROBES
+from verify.executors.base import Executor
+from verify.findings import Finding, FindingWriter, bad_input_record, describe_divergence, describe_failure
+from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
+from verify.pipeline.shard_task import batched
+from verify.sample import BadRecord, Sample, Segment
 
 CHECKS = ("repeat", "history", "batch", "threads", "roundtrip")
 THREADS = 4
@@ -58,19 +63,17 @@ WARMUP_TEXTS: tuple[str, ...] = FINGERPRINT_PROBES + (
 
 @dataclass
 class CheckCounts:
+    """Per property: how often it was checked and violated (``OUT/check.json``)."""
+
     samples: int = 0
     chars: int = 0
     violations: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CHECKS})
     checked: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CHECKS})
-    errors: int = 0
+    errors: int = 0  # failure findings (error, crash, timeout)
 
     @property
     def total_violations(self) -> int:
         return sum(self.violations.values())
-
-    @property
-    def clean(self) -> bool:
-        return self.total_violations == 0 and self.errors == 0 and self.samples > 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"samples": self.samples, "chars": self.chars, "checked": dict(self.checked),
@@ -78,12 +81,13 @@ class CheckCounts:
 
 
 def is_byte_level(engine) -> bool:
-    """Byte-level BPE engines decode to exactly the input bytes; SentencePiece-style ones need not."""
-    if not getattr(engine.capabilities, "decode", False):
+    """Byte-level BPE engines decode to exactly the input bytes; SentencePiece-style ones need not.
+    ``engine`` is an engine or an executor: both declare capabilities and an identity."""
+    if not engine.capabilities.decode:
         return False
     from verify.vocab.known import KNOWN_VOCABS
 
-    known = KNOWN_VOCABS.get(getattr(engine, "vocab_name", None) or "")
+    known = KNOWN_VOCABS.get(engine.identity().vocab or "")
     return getattr(known, "kind", None) != "sentencepiece"
 
 
@@ -92,11 +96,11 @@ def _plain(sample: Sample) -> Sample:
 
 
 class MetamorphicChecker:
-    """Runs the checks on batches of samples with two instances of one engine
-    (``fresh`` and ``warm``, built separately) and writes findings."""
+    """Runs the checks on batches of samples with two executors of one engine spec
+    (``fresh`` and ``warm``, each with its own engine) and writes findings."""
 
-    def __init__(self, fresh, warm, writer: FindingWriter | None = None, source: str | None = None,
-                 checks: Sequence[str] = CHECKS, threads: int = THREADS,
+    def __init__(self, fresh: Executor, warm: Executor, writer: FindingWriter | None = None,
+                 source: str | None = None, checks: Sequence[str] = CHECKS, threads: int = THREADS,
                  roundtrip: bool | None = None, on_finding: Callable[[dict], None] | None = None):
         self.fresh, self.warm = fresh, warm
         self.spec = fresh.spec
@@ -106,139 +110,164 @@ class MetamorphicChecker:
         self.threads = threads
         self.roundtrip = is_byte_level(fresh) if roundtrip is None else roundtrip
         self.counts = CheckCounts()
+        self.tally = Counts()  # one state per sample, bad records, as every command counts them
+        self.tally.engine(self.spec)
         self.findings: list[dict] = []
         self.on_finding = on_finding
         self._warmed = False
+        self._states: dict[int, str] = {}  # id(sample) -> its worst state so far, within one batch
 
-    # --- helpers ------------------------------------------------------------
-    def _emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any]) -> None:
-        finding = Finding(self.spec, self.spec, sample, kind, self.source, {"check": check, **fields})
-        record = self.writer.write(finding) if self.writer else finding.to_record(None)
+    # --- findings and states ------------------------------------------------
+    def _record(self, record: dict) -> None:
         self.findings.append(record)
         if self.on_finding:
             self.on_finding(record)
 
-    def _error(self, sample: Sample, check: str, failure: Failure) -> None:
+    def _emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any]) -> None:
+        finding = Finding(self.spec, self.spec, sample, kind, self.source, {"check": check, **fields}, detail=check)
+        self._record(self.writer.write(finding) if self.writer else finding.to_record()[0])
+
+    def _mark(self, sample: Sample, state: str) -> None:
+        self._states[id(sample)] = worst(self._states.get(id(sample), "verified"), state)
+
+    def _failed(self, sample: Sample, check: str, outcome: Outcome, where: str = "") -> None:
+        """An outcome that is not ids: a ``Failure`` is a finding; a ``Skipped`` is only counted."""
+        if isinstance(outcome, Skipped):
+            self._mark(sample, "skipped")
+            return
+        if where:
+            outcome = Failure(outcome.kind, outcome.type, f"{where}: {outcome.message}")
         self.counts.errors += 1
-        self._emit(sample, "error", check, describe_failure(failure))
+        self._mark(sample, outcome.kind)
+        self._emit(sample, outcome.kind, check, describe_failure(outcome))
 
-    def _encode(self, engine, samples: Sequence[Sample]) -> list[np.ndarray] | Failure:
-        try:
-            out = engine.encode_batch(list(samples))
-            if len(out) != len(samples):
-                raise ValueError(f"engine returned {len(out)} results for {len(samples)} samples")
-            return [as_token_array(ids) for ids in out]
-        except _PASS_THROUGH:
-            raise
-        except BaseException as exc:  # includes pyo3's PanicException, which is not an Exception
-            return failure_from(exc)
-
-    def _pieces(self, ids: np.ndarray) -> list[bytes] | None:
-        if not getattr(self.fresh.capabilities, "decode", False):
-            return None
-        try:
-            return self.fresh.token_bytes(ids)
-        except _PASS_THROUGH:
-            raise
-        except BaseException:
-            return None
-
-    def _compare(self, sample: Sample, check: str, baseline: np.ndarray, other: np.ndarray,
-                 extra: dict[str, Any] | None = None) -> None:
+    def _check(self, sample: Sample, check: str, baseline: np.ndarray, other: Outcome,
+               extra: dict[str, Any] | None = None, where: str = "") -> None:
+        """One check of ``other`` against the baseline: a difference or a failure is a finding."""
+        if not is_ids(other):
+            self._failed(sample, check, other, where)
+            return
         self.counts.checked[check] += 1
-        if baseline.size == other.size and np.array_equal(baseline, other):
+        if agree(baseline, other):
             return
         self.counts.violations[check] += 1
-        fields = describe_divergence(sample, baseline, other, self._pieces(baseline), self._pieces(other))
+        self._mark(sample, "diverged")
+        fields = describe_divergence(sample, baseline, other, self.fresh.token_bytes(baseline),
+                                     self.fresh.token_bytes(other))
         self._emit(sample, "ids", check, {**fields, **(extra or {})})
+
+    def bad_record(self, record: BadRecord) -> None:
+        """A corpus record that is not a sample: counted and written as a ``bad-input`` finding."""
+        self.tally.bad_records += 1
+        doc = bad_input_record(self.source, record.position, record.reason, record.raw)
+        self._record(self.writer.write_record(doc) if self.writer else doc)
 
     def warm_up(self) -> None:
         if self._warmed:
             return
         self._warmed = True
+        # its outcomes are not the point: what it leaves behind in the warm engine is
         for i, text in enumerate(WARMUP_TEXTS):
-            self._encode(self.warm, [Sample.plain(f"warmup:{i}", text)])  # its errors are not the point
+            self.warm.encode([Sample.plain(f"warmup:{i}", text)])
 
     # --- the checks -----------------------------------------------------------
+    def run(self, records: Iterable[Sample | BadRecord], batch_size: int = 32, source: str | None = None) -> None:
+        """Every check over a stream of samples and bad records, in batches."""
+        if source is not None:
+            self.source = source
+        for batch in batched(records, batch_size):
+            for record in batch:
+                if isinstance(record, BadRecord):
+                    self.bad_record(record)
+            samples = [r for r in batch if isinstance(r, Sample)]
+            if samples:
+                self.process(samples)
+
     def process(self, batch: Sequence[Sample]) -> None:
         if not self.fresh.capabilities.special_tokens:
             batch = [s if s.is_plain else _plain(s) for s in batch]
         batch = list(batch)
-        self.counts.samples += len(batch)
-        self.counts.chars += sum(len(s.text) for s in batch)
-
-        baselines: list[np.ndarray | None] = []
-        for sample in batch:
-            out = self._encode(self.fresh, [sample])
-            if isinstance(out, Failure):
-                self._error(sample, "baseline", out)
-                baselines.append(None)
+        self._states = {}
+        baselines = [self.fresh.encode([sample])[0] for sample in batch]
+        valid: list[tuple[Sample, np.ndarray]] = []
+        for sample, base in zip(batch, baselines):
+            if is_ids(base):
+                valid.append((sample, base))
             else:
-                baselines.append(out[0])
-        valid = [(s, b) for s, b in zip(batch, baselines) if b is not None]
+                self._failed(sample, "baseline", base)
 
         if "repeat" in self.checks:
             for sample, base in valid:
-                out = self._encode(self.fresh, [sample])
-                if isinstance(out, Failure):
-                    self._error(sample, "repeat", out)
-                else:
-                    self._compare(sample, "repeat", base, out[0])
+                self._check(sample, "repeat", base, self.fresh.encode([sample])[0])
 
         samples = [s for s, _ in valid]
-        batch_out: list[np.ndarray] | Failure | None = None
+        batch_out: list[Outcome] | None = None
         if "batch" in self.checks and len(valid) > 1:
-            out = batch_out = self._encode(self.fresh, samples)
-            if isinstance(out, Failure):
-                self._error(samples[0], "batch", Failure(out.kind, out.type, f"batch of {len(samples)}: {out.message}"))
-            else:
-                for (sample, base), ids in zip(valid, out):
-                    self._compare(sample, "batch", base, ids, {"batch_size": len(samples)})
+            batch_out = self.fresh.encode(samples)
+            for (sample, base), out in zip(valid, batch_out):
+                self._check(sample, "batch", base, out, {"batch_size": len(samples)}, f"batch of {len(samples)}")
 
         if "history" in self.checks:
             self.warm_up()
             for sample, base in reversed(valid):
-                out = self._encode(self.warm, [sample])
-                if isinstance(out, Failure):
-                    self._error(sample, "history", out)
-                else:
-                    self._compare(sample, "history", base, out[0],
-                                  {"history": "engine warmed on WARMUP_TEXTS, batch in reverse order"})
+                self._check(sample, "history", base, self.warm.encode([sample])[0],
+                            {"history": "engine warmed on WARMUP_TEXTS, batch in reverse order"})
 
         if "threads" in self.checks and valid:
-            # the same batch call from 1 thread, then from N threads at once on the one engine
-            one = batch_out if batch_out is not None else self._encode(self.fresh, samples)
-            if isinstance(one, Failure):
-                if batch_out is None:
-                    self._error(samples[0], "threads", one)
-            else:
-                with ThreadPoolExecutor(max_workers=self.threads) as pool:
-                    results = list(pool.map(lambda _: self._encode(self.fresh, samples), range(self.threads)))
-                for t, out in enumerate(results):
-                    if isinstance(out, Failure):
-                        self._error(samples[0], "threads", Failure(out.kind, out.type, f"thread {t}: {out.message}"))
-                        continue
-                    for sample, base, ids in zip(samples, one, out):
-                        self._compare(sample, "threads", base, ids, {"threads": self.threads, "thread": t})
+            self._threads(samples, batch_out)
 
         if "roundtrip" in self.checks and self.roundtrip:
             for sample, base in valid:
                 self._roundtrip(sample, base)
+        self._count(batch, baselines)
+
+    def _threads(self, samples: list[Sample], batch_out: list[Outcome] | None) -> None:
+        """The same batch call from 1 thread, then from N threads at once on the one engine.
+        One finding per sample (the first thread that differs or fails); every thread counts."""
+        one = batch_out if batch_out is not None else self.fresh.encode(samples)
+        per_thread = self.fresh.encode_concurrent(samples, self.threads)
+        for i, sample in enumerate(samples):
+            if not is_ids(one[i]):
+                if batch_out is None:  # not yet reported by the batch check
+                    self._failed(sample, "threads", one[i])
+                continue
+            differing: list[int] = []
+            failed: tuple[int, Outcome] | None = None
+            for t, outcomes in enumerate(per_thread):
+                out = outcomes[i]
+                if not is_ids(out):
+                    failed = failed or (t, out)
+                    continue
+                self.counts.checked["threads"] += 1
+                if not agree(one[i], out):
+                    self.counts.violations["threads"] += 1
+                    differing.append(t)
+            if failed is not None:
+                t, out = failed
+                self._failed(sample, "threads", out, f"thread {t} of {self.threads}")
+            if differing:
+                t = differing[0]
+                self._mark(sample, "diverged")
+                out = per_thread[t][i]
+                fields = describe_divergence(sample, one[i], out, self.fresh.token_bytes(one[i]),
+                                             self.fresh.token_bytes(out))
+                self._emit(sample, "ids", "threads",
+                           {**fields, "threads": self.threads, "thread": t, "differing_threads": differing})
 
     def _roundtrip(self, sample: Sample, ids: np.ndarray) -> None:
-        self.counts.checked["roundtrip"] += 1
-        try:
-            pieces = self.fresh.token_bytes(ids)
-        except _PASS_THROUGH:
-            raise
-        except BaseException as exc:
-            self._error(sample, "roundtrip", failure_from(exc))
+        pieces = self.fresh.token_bytes(ids)
+        if pieces is None:  # the engine declares decode, so its token_bytes failed
+            self._failed(sample, "roundtrip", Failure("error", "DecodeFailed",
+                                                      "token_bytes gave no pieces (the engine raised or its "
+                                                      "worker died)"))
             return
+        self.counts.checked["roundtrip"] += 1
         text_bytes = sample.text.encode("utf-8")
         decoded = b"".join(pieces)
         if decoded == text_bytes:
             return
         self.counts.violations["roundtrip"] += 1
+        self._mark(sample, "diverged")
         # the first token whose bytes are not the input's bytes at its offset
         offset, index = 0, len(pieces)
         for i, piece in enumerate(pieces):
@@ -265,13 +294,27 @@ class MetamorphicChecker:
             "input_bytes": len(text_bytes),
         })
 
+    def _count(self, batch: list[Sample], baselines: list[Outcome]) -> None:
+        per_engine = self.tally.engine(self.spec)
+        for sample, base in zip(batch, baselines):
+            chars, nbytes = sample_size(sample)
+            self.counts.samples += 1
+            self.counts.chars += chars
+            self.tally.samples += 1
+            self.tally.chars += chars
+            self.tally.bytes += nbytes
+            if is_ids(base):
+                self.tally.tokens += int(base.size)
+            state = self._states.get(id(sample), "verified")
+            self.tally.states[state] += 1
+            per_engine[state] += 1
 
-def check_samples(fresh, warm, samples: Iterable[Sample], writer: FindingWriter | None = None,
-                  source: str | None = None, batch_size: int = 32, **kw) -> MetamorphicChecker:
-    """Run every check over ``samples`` in batches; returns the checker (counts, findings)."""
-    from verify.runner import batched
 
+def check_samples(fresh: Executor, warm: Executor, samples: Iterable[Sample | BadRecord],
+                  writer: FindingWriter | None = None, source: str | None = None, batch_size: int = 32,
+                  **kw) -> MetamorphicChecker:
+    """Run every check over ``samples`` (bad records are reported, not checked) in batches;
+    returns the checker (counts, tally, findings)."""
     checker = MetamorphicChecker(fresh, warm, writer, source, **kw)
-    for batch in batched(samples, batch_size):
-        checker.process(batch)
+    checker.run(samples, batch_size)
     return checker

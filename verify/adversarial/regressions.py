@@ -3,19 +3,21 @@
 A case records one real divergence: the input, what the reference gave
 (``expected``), what the engine gave (``actual``, or ``null`` plus ``error``
 when it raised) and whether the bug is still ``open`` or known ``fixed``.
-``replay`` runs the input through both engines again and says what happened:
+``replay`` runs the input through both engines again (executors from an
+``EnginePool``; agreement is ``verify.outcome.agree``) and says what happened:
 
   still-diverges      the engine still differs from ``expected`` (``same_actual`` says whether it
                       still gives the recorded ``actual`` / raises the recorded error type)
   fixed               the engine now gives ``expected``
   error               the engine raised (or crashed, or timed out) where the case records ids,
                       or raised an error type other than the recorded one
-  engine-unavailable  the engine (or the reference) cannot be built here: package missing, ...
+  engine-unavailable  the engine (or the reference) cannot be started here (package missing, ...), or
+                      it cannot honour the input's allow_special segments (its executor skips it)
   reference-changed   the reference no longer gives ``expected``: the case itself is suspect
 
 Ids are stored literally, or -- for long results -- as a digest
-``{"len": N, "sha256": HEX, "window": {...}}`` where ``sha256`` hashes the ids
-as little-endian uint32 and ``window`` (informational) shows the ids around the
+``{"len": N, "sha256": HEX, "window": {...}}`` where ``sha256`` is
+``verify.keys.ids_sha256`` (the ids as little-endian uint32) and ``window`` (informational) shows the ids around the
 first difference. Inputs are literal ``[[text, allow_special], ...]``, or an
 ``input_generator`` (``{"kind": "repeat", "text": T, "count": N}`` -> T * N) for
 inputs too large to keep in the repository. See adversarial/README.md.
@@ -23,18 +25,23 @@ inputs too large to keep in the repository. See adversarial/README.md.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from verify.errors import ConfigError
-from verify.findings import Failure
+from verify.executors.base import Executor
+from verify.executors.pool import EnginePool
+from verify.keys import ids_sha256, input_key
+from verify.outcome import Failure, Skipped, agree
 from verify.sample import Sample
+
+__all__ = ["SCHEMA", "STATUSES", "RegressionCase", "ReplayResult", "ids_match", "ids_record", "ids_sha256",
+           "load_case", "load_cases", "parse_case", "replay", "replay_all"]
 
 SCHEMA = "verify.regression/1"
 STATUSES = ("still-diverges", "fixed", "error", "engine-unavailable", "reference-changed")
@@ -44,11 +51,10 @@ MAX_GENERATED_CHARS = 50_000_000
 REQUIRED = ("id", "engine", "reference", "expected")
 
 
+MAX_ID = 2**32 - 1  # token ids are uint32
+
+
 # --- ids: literal or digest ---------------------------------------------------
-
-def ids_sha256(ids: Sequence[int] | np.ndarray) -> str:
-    return hashlib.sha256(np.ascontiguousarray(np.asarray(ids, dtype=np.int64), dtype="<u4").tobytes()).hexdigest()
-
 
 def ids_record(ids: Sequence[int] | np.ndarray, literal_limit: int = 1000, window_at: int | None = None) -> Any:
     """How a case stores ids: a list up to ``literal_limit`` ids, else a digest."""
@@ -64,10 +70,10 @@ def ids_record(ids: Sequence[int] | np.ndarray, literal_limit: int = 1000, windo
 
 def ids_match(ids: np.ndarray | Sequence[int], recorded: Any) -> bool:
     """Do ``ids`` equal a stored ids value (list or digest)?"""
-    arr = np.asarray(ids)
+    arr = np.asarray(ids, dtype=np.uint32)
     if isinstance(recorded, dict):
         return int(arr.size) == recorded["len"] and ids_sha256(arr) == recorded["sha256"]
-    return int(arr.size) == len(recorded) and bool(np.array_equal(arr.astype(np.int64), np.asarray(recorded, dtype=np.int64)))
+    return agree(arr, np.asarray(recorded, dtype=np.uint32))
 
 
 # --- the case -----------------------------------------------------------------
@@ -87,6 +93,11 @@ class RegressionCase:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
+    def input_key(self) -> str:
+        """``verify.keys.input_key`` of the input: the same key as a finding on it."""
+        return input_key(self.sample.segments)
+
+    @property
     def expected_outcome(self) -> str:
         """The replay status that means 'as recorded'."""
         return "fixed" if self.status == "fixed" else "still-diverges"
@@ -98,8 +109,8 @@ def _fail(path: Path, message: str) -> ConfigError:
 
 def _check_ids(path: Path, name: str, value: Any) -> None:
     if isinstance(value, list):
-        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value):
-            raise _fail(path, f"'{name}' must be a list of non-negative integers")
+        if not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_ID for i in value):
+            raise _fail(path, f"'{name}' must be a list of non-negative integers (uint32 token ids)")
         return
     if isinstance(value, dict):
         if not isinstance(value.get("len"), int) or not isinstance(value.get("sha256"), str) \
@@ -219,6 +230,7 @@ class ReplayResult:
             "file": self.case.path.name,
             "engine": self.case.engine,
             "reference": self.case.reference,
+            "input_key": self.case.input_key,
             "recorded_status": self.case.status,
             "status": self.status,
             "same_actual": self.same_actual,
@@ -231,105 +243,40 @@ class ReplayResult:
         }
 
 
-class EnginePool:
-    """Builds each engine spec once (in-process or in an isolated worker) and
-    remembers the ones that could not be built, with why."""
-
-    def __init__(self, isolate: bool = False, timeout_s: float = 120.0):
-        self.isolate = isolate
-        self.timeout_s = timeout_s
-        self._executors: dict[str, Any] = {}
-        self._unavailable: dict[str, str] = {}
-
-    def get(self, spec: str):
-        """The executor for ``spec``, or a string saying why it cannot be built."""
-        if spec in self._unavailable:
-            return self._unavailable[spec]
-        if spec not in self._executors:
-            try:
-                if self.isolate:
-                    from verify.executors.isolated import IsolatedExecutor
-
-                    self._executors[spec] = IsolatedExecutor(spec, timeout_s=self.timeout_s)
-                else:
-                    from verify.engines import build_engine
-                    from verify.executors.local import LocalExecutor
-
-                    self._executors[spec] = LocalExecutor(build_engine(spec))
-            except Exception as exc:  # package missing, bad vocabulary, load crash: a status, not a crash
-                self._unavailable[spec] = f"{type(exc).__name__}: {exc}"
-                return self._unavailable[spec]
-        return self._executors[spec]
-
-    def versions(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for spec, ex in self._executors.items():
-            try:
-                ident = ex.identity()
-                out[spec] = {"package": ident.package, "version": ident.package_version}
-            except Exception as exc:
-                out[spec] = {"identity_error": f"{type(exc).__name__}: {exc}"}
-        return out | {spec: {"unavailable": why} for spec, why in self._unavailable.items()}
-
-    def close(self) -> None:
-        for ex in self._executors.values():
-            try:
-                ex.close()
-            except Exception:
-                pass
-        self._executors.clear()
-
-
-def _executor(engine):
-    """Accept an executor (``encode(samples)``) or a bare engine (``encode_batch``)."""
-    if hasattr(engine, "encode") and hasattr(engine, "capabilities") and not hasattr(engine, "encode_batch"):
-        return engine
-    from verify.executors.local import LocalExecutor
-
-    return LocalExecutor(engine)
-
-
-def _outcome(executor, sample: Sample):
-    try:
-        return executor.encode([sample])[0]
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # an executor that itself failed (pyo3 panics are BaseExceptions)
-        return Failure("error", type(exc).__name__, str(exc))
-
-
-def replay(case: RegressionCase, reference_engine, engine) -> ReplayResult:
-    """Replay one case. ``reference_engine`` / ``engine`` are engines, executors, or a string saying
-    why that engine could not be built (-> ``engine-unavailable``)."""
+def replay(case: RegressionCase, reference: Executor | str, engine: Executor | str) -> ReplayResult:
+    """Replay one case. ``reference`` / ``engine`` are executors, or a string saying why that
+    engine cannot be started (``EnginePool.try_get``) -> ``engine-unavailable``."""
     started = time.monotonic()
 
     def result(status: str, detail: str, **kw) -> ReplayResult:
         return ReplayResult(case, status, detail, seconds=time.monotonic() - started, **kw)
 
-    if isinstance(reference_engine, str):
-        return result("engine-unavailable", f"reference {case.reference} unavailable: {reference_engine}")
+    if isinstance(reference, str):
+        return result("engine-unavailable", f"reference {case.reference} unavailable: {reference}")
     if isinstance(engine, str):
         return result("engine-unavailable", f"{case.engine} unavailable: {engine}")
-    ref, eng = _executor(reference_engine), _executor(engine)
-    if not case.sample.is_plain and not eng.capabilities.special_tokens:
-        return result("engine-unavailable", f"{case.engine} does not honour allow_special, the input needs it")
 
-    ref_out = _outcome(ref, case.sample)
+    ref_out = reference.encode([case.sample])[0]
+    if isinstance(ref_out, Skipped):
+        return result("engine-unavailable", f"reference {case.reference} cannot replay the input: {ref_out.reason}")
+    out = engine.encode([case.sample])[0]
+    if isinstance(out, Skipped):
+        return result("engine-unavailable", f"{case.engine} cannot replay the input: {out.reason}")
+
     if isinstance(ref_out, Failure):
-        return result("reference-changed", f"reference raised {ref_out.type}: {ref_out.message[:200]}",
-                      error={"type": ref_out.type, "message": ref_out.message[:2000]})
+        return result("reference-changed", f"reference {ref_out.kind}: {ref_out.type}: {ref_out.message[:200]}",
+                      error={**ref_out.as_dict(), "kind": ref_out.kind})
     if not ids_match(ref_out, case.expected):
         return result("reference-changed", f"{case.reference} no longer gives the recorded expected ids "
                                            f"({ref_out.size} tokens now)", reference_ids=[int(i) for i in ref_out])
 
-    out = _outcome(eng, case.sample)
     if isinstance(out, Failure):
-        err = {"type": out.type, "message": out.message[:2000], "kind": out.kind}
+        err = {**out.as_dict(), "kind": out.kind}
         if case.error is not None and out.type == case.error.get("type"):
             return result("still-diverges", f"still raises {out.type}", same_actual=True, error=err)
         return result("error", f"{out.kind}: {out.type}: {out.message[:200]}", error=err)
     ids = [int(i) for i in out]
-    if ids_match(out, case.expected):
+    if agree(out, ref_out):
         return result("fixed", "now equals the reference", ids=ids)
     same = case.actual is not None and ids_match(out, case.actual)
     detail = "same ids as recorded" if same else (
@@ -338,5 +285,13 @@ def replay(case: RegressionCase, reference_engine, engine) -> ReplayResult:
     return result("still-diverges", detail, same_actual=same, ids=ids)
 
 
-def replay_all(cases: Sequence[RegressionCase], pool: EnginePool) -> list[ReplayResult]:
-    return [replay(c, pool.get(c.reference), pool.get(c.engine)) for c in cases]
+def replay_all(cases: Sequence[RegressionCase], pool: EnginePool,
+               on_result: Callable[[ReplayResult], None] | None = None) -> list[ReplayResult]:
+    """Replay every case with engines from ``pool`` (each spec started once; one that cannot
+    start makes its cases ``engine-unavailable``)."""
+    results = []
+    for case in cases:
+        results.append(replay(case, pool.try_get(case.reference), pool.try_get(case.engine)))
+        if on_result:
+            on_result(results[-1])
+    return results

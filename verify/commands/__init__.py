@@ -3,6 +3,6 @@
 To add a command: write ``verify/commands/NAME.py`` and list it in ``COMMANDS`` below.
 """
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_HARNESS_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
-COMMANDS = ["run", "sweep", "engines", "vocab", "unicode", "fuzz", "recheck", "check"]
+COMMANDS = ["run", "triage", "sweep", "engines", "vocab", "unicode", "fuzz", "recheck", "check"]

@@ -9,16 +9,17 @@ import sys
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import add_engine_options, default_out
+from verify.commands.options import (add_engine_options, add_out_option, add_pool_options, engine_options, out_dir,
+                                     reference_and_candidates)
 from verify.errors import UsageError
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.fuzz import (DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, DEFAULT_TIMEOUT_S,
-                                         EXAMPLES_ENV)
+    from verify.adversarial.fuzz import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
+
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
     add_engine_options(p)
-    p.add_argument("--out", type=Path, help="report directory (default reports/fuzz-TIMESTAMP)")
+    add_out_option(p, "fuzz")
     p.add_argument("--max-examples", type=int, metavar="N",
                    help=f"stop after N generated examples (default ${EXAMPLES_ENV} or {DEFAULT_EXAMPLES}; "
                         "with --atheris: libFuzzer -runs)")
@@ -29,43 +30,36 @@ def add_parser(sub) -> None:
                    help="findings per engine (distinct signatures) before it leaves the pool (default %(default)s)")
     p.add_argument("--database", type=Path, metavar="DIR",
                    help="hypothesis example database (default adversarial/hypothesis in the project)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help="per-example timeout for isolated engines (default %(default)s)")
-    p.add_argument("--in-process", action="store_true",
-                   help="run engines inside this process (faster; a crash or hang ends the run)")
+    add_pool_options(p)
     p.add_argument("--atheris", action="store_true",
                    help="coverage-guided fuzzing with atheris/libFuzzer (engines in-process, crash artifacts in OUT)")
 
 
 def run(args) -> int:
-    from verify.config import run_defaults
-
-    defaults = run_defaults()
     if args.max_examples is not None and args.max_examples < 1:
         raise UsageError("--max-examples must be at least 1")
     if args.budget is not None and args.budget <= 0:
         raise UsageError("--budget must be positive")
     if args.max_findings < 1:
         raise UsageError("--max-findings must be at least 1")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    options = engine_options(args)
     if args.atheris and args.in_process:
         raise UsageError("--atheris always runs engines in-process; drop --in-process")
     if args.atheris and args.database is not None:
         raise UsageError("--database is for hypothesis; atheris keeps its corpus in OUT/atheris-corpus")
-    candidates = args.candidate or list(defaults.get("candidates", []))
-    out = args.out or default_out("fuzz")
+    reference, candidates = reference_and_candidates(args)
+    out = out_dir(args, "fuzz")
     if args.atheris:
         from verify.adversarial.atheris_target import run_atheris
 
-        return run_atheris(args.reference, candidates, out, budget_s=args.budget, runs=args.max_examples,
+        return run_atheris(reference, candidates, out, budget_s=args.budget, runs=args.max_examples,
                            seed=args.seed)
 
     from verify.adversarial.fuzz import DEFAULT_DATABASE, fuzz
 
-    result = fuzz(args.reference, candidates, out_dir=out, max_examples=args.max_examples, budget_s=args.budget,
-                  seed=args.seed, database_dir=args.database or DEFAULT_DATABASE, isolate=not args.in_process,
-                  timeout_s=args.timeout, max_findings=args.max_findings, argv=sys.argv[1:])
+    result = fuzz(reference, candidates, out_dir=out, max_examples=args.max_examples, budget_s=args.budget,
+                  seed=args.seed, database_dir=args.database or DEFAULT_DATABASE, engine=options,
+                  max_findings=args.max_findings, argv=args.argv)
     c = result.counts
     for record in result.findings:
         print(f"{record['kind']}: {record['engine']} on {_reproducer(record)}")

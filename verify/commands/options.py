@@ -1,9 +1,18 @@
-"""Options shared by several commands, each defined once (pip-tools' options module)."""
+"""Options shared by several commands, each defined once (pip-tools' options module).
+
+An option that means the same thing in two commands is defined here and nowhere
+else, with one default: ``--timeout``, ``--memory-limit-mb`` and ``--in-process``
+(how engines are started, ``EngineOptions``), ``--out``, the corpus options.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+
+from verify.errors import UsageError
+from verify.executors.isolated import DEFAULT_TIMEOUT_S
+from verify.executors.pool import EngineOptions
 
 
 def default_out(kind: str) -> Path:
@@ -13,21 +22,69 @@ def default_out(kind: str) -> Path:
     return project_dir() / "reports" / time.strftime(f"{kind}-%Y%m%d-%H%M%S")
 
 
-def add_engine_options(p, *, allow_all: bool = False) -> None:
+def add_out_option(p, kind: str) -> None:
+    p.add_argument("--out", type=Path, metavar="DIR", help=f"report directory (default reports/{kind}-TIMESTAMP)")
+
+
+def out_dir(args, kind: str) -> Path:
+    out = args.out or default_out(kind)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a directory")
+    return out
+
+
+def add_engine_options(p, *, allow_all: bool = False, defaults_shown: bool = True) -> None:
     """--reference SPEC and repeatable --candidate SPEC, defaulting to engines/defaults.toml."""
     from verify.config import run_defaults
 
     defaults = run_defaults()
-    p.add_argument("--reference", default=defaults.get("reference"), metavar="SPEC",
-                   help="reference engine (ADAPTER:VOCAB or a name from engines/*.toml); default %(default)s")
+    p.add_argument("--reference", metavar="SPEC",
+                   help=f"reference engine (ADAPTER:VOCAB or a name from engines/*.toml); default "
+                        f"{defaults.get('reference')}")
     every = " or 'all' (every installed engine on the reference's vocabulary)" if allow_all else ""
     p.add_argument("--candidate", action="append", metavar="SPEC",
                    help=f"engine under test; repeatable{every}; default {', '.join(defaults.get('candidates', []))}")
+
+
+def reference_and_candidates(args) -> tuple[str, list[str]]:
+    from verify.config import run_defaults
+
+    defaults = run_defaults()
+    return args.reference or defaults.get("reference"), args.candidate or list(defaults.get("candidates", []))
+
+
+def add_pool_options(p) -> None:
+    """How engines are started: isolated workers (default) or in this process, hang timeout, memory limit."""
+    p.add_argument("--in-process", action="store_true",
+                   help="run engines inside the harness's processes (faster start; a crash or hang there ends "
+                        "the worker it happens in)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help=f"an engine call that takes longer than S seconds is a hang (isolated engines; "
+                        f"default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--memory-limit-mb", type=int, metavar="MB", help="address-space limit for each engine worker")
+
+
+def engine_options(args) -> EngineOptions:
+    timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.memory_limit_mb is not None and args.memory_limit_mb < 64:
+        raise UsageError("--memory-limit-mb must be at least 64")
+    return EngineOptions(isolate=not args.in_process, timeout_s=timeout, memory_limit_mb=args.memory_limit_mb)
 
 
 def add_corpus_options(p, default: str) -> None:
     """Repeatable --corpus plus the JSONL/Parquet field names."""
     p.add_argument("--corpus", action="append", metavar="NAME|PATH",
                    help=f"named corpus (corpora/*.toml), file, directory or glob; repeatable; default {default}")
-    p.add_argument("--text-field", default="text", help="JSONL/Parquet field holding the text (default %(default)s)")
-    p.add_argument("--id-field", default="id", help="JSONL/Parquet field holding a record id (default %(default)s)")
+    p.add_argument("--text-field", help="JSONL/Parquet field holding the text (default text)")
+    p.add_argument("--id-field", help="JSONL/Parquet field holding a record id (default id)")
+
+
+def add_limit_option(p) -> None:
+    p.add_argument("--limit", type=int, metavar="N", help="stop after N records per corpus")
+
+
+def check_positive(value, flag: str, minimum: float = 1) -> None:
+    if value is not None and value < minimum:
+        raise UsageError(f"{flag} must be at least {minimum:g}")

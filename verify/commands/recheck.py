@@ -1,5 +1,11 @@
 """`verify recheck`: replay every regression case (adversarial/regressions/) and say what changed.
 
+Engines start through the job's ``EnginePool`` (isolated workers by default; ``--in-process``,
+``--timeout``, ``--memory-limit-mb`` as in every command), each spec once. Writes
+``OUT/recheck.json`` (one result per case, with its ``input_key``) and the ``CommandJob``
+manifest and summary, where every replayed case is one sample: verified when it behaves as
+recorded. A case allowed to be unavailable (``--allow-unavailable``) is not counted.
+
 Exit codes (for a nightly gate):
   0  every case behaves as recorded: ``open`` cases still diverge with the recorded ids (or error type),
      ``fixed`` cases still equal the reference
@@ -17,7 +23,7 @@ import time
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import default_out
+from verify.commands.options import add_out_option, add_pool_options, engine_options, out_dir
 from verify.errors import UsageError
 
 
@@ -32,13 +38,10 @@ def add_parser(sub) -> None:
     p.add_argument("--cases", type=Path, metavar="DIR", help="case folder (default adversarial/regressions)")
     p.add_argument("--engine", action="append", metavar="SPEC",
                    help="only cases whose engine is SPEC (as written in the case, or a substring of it); repeatable")
-    p.add_argument("--out", type=Path, metavar="DIR", help="report directory (default reports/recheck-TIMESTAMP)")
+    add_out_option(p, "recheck")
     p.add_argument("--allow-unavailable", action="store_true",
                    help="an engine that is not installed does not fail the run (it is still reported)")
-    p.add_argument("--in-process", action="store_true",
-                   help="run engines inside this process (faster start; a crash or hang ends the run)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="per-case timeout in seconds for isolated engines (default %(default)s)")
+    add_pool_options(p)
 
 
 def _label(result) -> str:
@@ -62,11 +65,35 @@ def _verdict(result, allow_unavailable: bool) -> str:
     return "CHANGED: new behaviour"
 
 
-def run(args) -> int:
-    from verify.adversarial.regressions import EnginePool, load_cases, replay
+def _state(result, verdict: str) -> str | None:
+    """The ``verify.counts`` state of a case: verified (as recorded), the failure kind of an
+    ``error``, skipped (unavailable, not allowed), diverged (anything else that changed);
+    None for a case allowed to be unavailable (not replayed, not counted)."""
+    if verdict == "ok":
+        return "verified"
+    if verdict == "skipped":
+        return None
+    if result.status == "engine-unavailable":
+        return "skipped"
+    if result.status == "error":
+        return (result.error or {}).get("kind", "error")
+    return "diverged"
 
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
+
+def _specs(cases) -> tuple[str | None, list[str]]:
+    """The manifest's reference (the cases' one reference, if they share it) and the other engines."""
+    references = list(dict.fromkeys(c.reference for c in cases))
+    every = list(dict.fromkeys(s for c in cases for s in (c.reference, c.engine)))
+    reference = references[0] if len(references) == 1 else None
+    return reference, [s for s in every if s != reference]
+
+
+def run(args) -> int:
+    from verify.adversarial.regressions import load_cases, replay_all
+    from verify.comparison import sample_size
+    from verify.job import CommandJob
+
+    options = engine_options(args)
     folder = args.cases or _default_cases()
     cases = load_cases(folder)
     if args.engine:
@@ -75,46 +102,56 @@ def run(args) -> int:
             raise UsageError(f"no regression case in {folder} has engine {', '.join(args.engine)}")
     if not cases:
         raise UsageError(f"no regression cases (*.json) in {folder}")
-    out = args.out or default_out("recheck")
-    out.mkdir(parents=True, exist_ok=True)
+    out = out_dir(args, "recheck")
 
-    pool = EnginePool(isolate=not args.in_process, timeout_s=args.timeout)
-    results = []
     started = time.time()
     width = max(len(c.id) for c in cases)
-    try:
-        for case in cases:
-            result = replay(case, pool.get(case.reference), pool.get(case.engine))
-            results.append(result)
-            verdict = _verdict(result, args.allow_unavailable)
-            print(f"{_label(result):19} {case.id:{width}}  {verdict}: {result.detail}", flush=True)
-        versions = pool.versions()
-    finally:
-        pool.close()
 
-    verdicts = [_verdict(r, args.allow_unavailable) for r in results]
-    failing = [r for r, v in zip(results, verdicts) if v not in ("ok", "skipped")]
-    skipped = sum(v == "skipped" for v in verdicts)  # allowed to be unavailable: not replayed, not "as recorded"
-    as_recorded = len(results) - len(failing) - skipped
-    counts: dict[str, int] = {}
-    for r in results:
-        counts[r.status] = counts.get(r.status, 0) + 1
-    fixed = [r.case.id for r in results if r.status == "fixed" and r.case.status != "fixed"]
-    report = {
-        "schema": "verify.recheck/1",
-        "argv": sys.argv[1:],
-        "cases_dir": str(folder),
-        "started": started,
-        "finished": time.time(),
-        "engines": versions,
-        "counts": counts,
-        "as_recorded": as_recorded,
-        "skipped": skipped,
-        "changed": [r.case.id for r in failing],
-        "newly_fixed": fixed,
-        "results": [r.to_json() | {"verdict": _verdict(r, args.allow_unavailable)} for r in results],
-    }
-    (out / "recheck.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    def show(result) -> None:
+        verdict = _verdict(result, args.allow_unavailable)
+        print(f"{_label(result):19} {result.case.id:{width}}  {verdict}: {result.detail}", flush=True)
+
+    with CommandJob("recheck", out, args.argv, options) as job:
+        job.reference, job.candidates = _specs(cases)
+        job.sources = [{"name": str(folder), "kind": "regression-cases", "cases": len(cases)}]
+        results = replay_all(cases, job.pool, on_result=show)
+        versions = {spec: {"package": ident.get("package"), "version": ident.get("package_version")}
+                    if "identity_error" not in ident else {"identity_error": ident["identity_error"]}
+                    for spec, ident in job.pool.identities().items()}
+        versions |= {spec: {"unavailable": why} for spec, why in job.pool.not_loaded.items()}
+
+        verdicts = [_verdict(r, args.allow_unavailable) for r in results]
+        failing = [r for r, v in zip(results, verdicts) if v not in ("ok", "skipped")]
+        skipped = sum(v == "skipped" for v in verdicts)  # allowed to be unavailable: not replayed, not "as recorded"
+        as_recorded = len(results) - len(failing) - skipped
+        counts: dict[str, int] = {}
+        for r, v in zip(results, verdicts):
+            counts[r.status] = counts.get(r.status, 0) + 1
+            state = _state(r, v)
+            if state is not None:
+                chars, nbytes = sample_size(r.case.sample)
+                job.counts.samples += 1
+                job.counts.chars += chars
+                job.counts.bytes += nbytes
+                job.counts.states[state] += 1
+                job.counts.engine(r.case.engine)[state] += 1
+        fixed = [r.case.id for r in results if r.status == "fixed" and r.case.status != "fixed"]
+        report = {
+            "schema": "verify.recheck/1",
+            "argv": args.argv,
+            "cases_dir": str(folder),
+            "started": started,
+            "finished": time.time(),
+            "engines": versions,
+            "counts": counts,
+            "as_recorded": as_recorded,
+            "skipped": skipped,
+            "changed": [r.case.id for r in failing],
+            "newly_fixed": fixed,
+            "results": [r.to_json() | {"verdict": v} for r, v in zip(results, verdicts)],
+        }
+        job.extra["recheck"] = {k: report[k] for k in ("counts", "as_recorded", "skipped", "changed", "newly_fixed")}
+        (out / "recheck.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     print(f"{len(results)} cases: {summary}; {as_recorded} as recorded, {len(failing)} changed, "
           f"{skipped} not replayed -> {out / 'recheck.json'}")

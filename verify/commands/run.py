@@ -1,62 +1,75 @@
-"""`verify run`: compare candidate engines against a reference on corpora."""
+"""`verify run`: compare candidate engines against a reference on corpora (sharded,
+shard-parallel, resumable; see ``verify.pipeline``)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import add_corpus_options, add_engine_options, default_out
+from verify.commands.options import (add_corpus_options, add_engine_options, add_limit_option, add_out_option,
+                                     add_pool_options, check_positive, default_out, engine_options)
 from verify.errors import UsageError
 
 
 def add_parser(sub) -> None:
     from verify.config import run_defaults
+    from verify.executors.workers import default_workers
 
     defaults = run_defaults()
     p = sub.add_parser("run", help="compare candidate engines against a reference on corpora")
     add_engine_options(p, allow_all=True)
     add_corpus_options(p, defaults.get("corpus", "default"))
-    p.add_argument("--out", type=Path, help="report directory (default reports/run-TIMESTAMP)")
-    p.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
-    p.add_argument("--batch-size", type=int, default=64, metavar="N")
+    add_out_option(p, "run")
+    add_limit_option(p)
+    p.add_argument("--sample", type=float, metavar="RATE",
+                   help="keep a deterministic fraction RATE (0..1] of every shard's records")
+    p.add_argument("--seed", type=int, metavar="S", help="seed for --sample (default 0)")
+    p.add_argument("--batch-size", type=int, metavar="N", help="samples per engine call (default 64)")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help=f"shard workers, each with every engine (default: the machine's cores, {default_workers()})")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out: only shards not yet committed run again")
+    p.add_argument("--strict", action="store_true",
+                   help="a bad corpus record ends the run (exit 2) instead of being reported as bad-input")
     p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
-    p.add_argument("--in-process", action="store_true",
-                   help="run engines inside this process (faster start; a crash or hang ends the run)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="per-sample timeout in seconds for isolated engines (default %(default)s)")
-    p.add_argument("--memory-limit-mb", type=int, metavar="MB",
-                   help="address-space limit for each engine worker")
+    add_pool_options(p)
     p.add_argument("--minimize-budget", type=float, default=120.0, metavar="S",
                    help="seconds to cluster and minimise findings after the run; 0 disables (default %(default)s)")
 
 
 def run(args) -> int:
-    from verify.config import run_defaults
-    from verify.job import RunOptions, run_job
+    from verify.executors.workers import default_workers
+    from verify.pipeline.run import RunOptions, run_job
 
-    defaults = run_defaults()
-    if args.limit is not None and args.limit < 1:
-        raise UsageError("--limit must be at least 1")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    if args.batch_size < 1:
-        raise UsageError("--batch-size must be at least 1")
+    check_positive(args.limit, "--limit")
+    check_positive(args.batch_size, "--batch-size")
+    check_positive(args.workers, "--workers")
     if args.minimize_budget < 0:
         raise UsageError("--minimize-budget must be 0 (off) or positive")
+    if args.sample is not None and not 0 < args.sample <= 1:
+        raise UsageError("--sample must be a fraction in (0, 1]")
+    if args.seed is not None and args.sample is None:
+        raise UsageError("--seed goes with --sample")
+    engine_options(args)  # checks --timeout and --memory-limit-mb
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR (the run to continue)")
     opts = RunOptions(
-        reference=args.reference,
-        candidates=args.candidate or list(defaults.get("candidates", [])),
-        corpora=args.corpus or [defaults.get("corpus", "default")],
-        out=args.out or default_out("run"),
-        text_field=args.text_field, id_field=args.id_field, limit=args.limit, batch_size=args.batch_size,
-        progress=False if args.no_progress else None, argv=sys.argv[1:],
-        isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,
-        minimize_budget_s=args.minimize_budget,
+        reference=args.reference, candidates=args.candidate, corpora=args.corpus,
+        out=args.out or default_out("run"), text_field=args.text_field, id_field=args.id_field, limit=args.limit,
+        batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
+        strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
+        memory_limit_mb=args.memory_limit_mb,
+        workers=args.workers or default_workers(), progress=False if args.no_progress else None,
+        minimize_budget_s=args.minimize_budget, resume=args.resume, argv=args.argv,
     )
     result = run_job(opts)
-    c = result.counts
-    print(f"{c.samples} samples, {c.chars} chars, {c.tokens} tokens: {c.states['verified']} verified, "
-          f"{c.states['diverged']} diverged, {c.states['error']} errors, {c.states['crash']} crashes, "
-          f"{c.states['timeout']} timeouts, {c.states['skipped']} skipped -> {result.out}")
-    return EXIT_OK if c.all_verified else EXIT_FINDINGS
+    print(one_line(result.counts, result.out, result.complete))
+    return EXIT_OK if result.counts.all_verified and result.complete else EXIT_FINDINGS
+
+
+def one_line(c, out, complete: bool = True) -> str:
+    bad = f", {c.bad_records} bad records" if c.bad_records else ""
+    state = "" if complete else " (INCOMPLETE: some shards failed; --resume to retry)"
+    return (f"{c.samples} samples, {c.chars} chars, {c.tokens} tokens: {c.states['verified']} verified, "
+            f"{c.states['diverged']} diverged, {c.states['error']} errors, {c.states['crash']} crashes, "
+            f"{c.states['timeout']} timeouts, {c.states['skipped']} skipped{bad}{state} -> {out}")

@@ -8,11 +8,10 @@ from here.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import default_out
+from verify.commands.options import add_pool_options, default_out, engine_options
 from verify.errors import UsageError
 
 DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "hf-deepseek-v3", "tekken-tekken"]
@@ -25,28 +24,31 @@ def add_parser(sub) -> None:
     p.add_argument("--corpus", action="append", metavar="NAME|PATH", help="default: the run default corpus")
     p.add_argument("--limit", type=int, metavar="N", help="stop after N samples per corpus")
     p.add_argument("--out", type=Path, help="default reports/sweep-TIMESTAMP")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S")
+    p.add_argument("--workers", type=int, metavar="N", help="shard workers (default: the machine's cores)")
+    add_pool_options(p)
     p.add_argument("--minimize-budget", type=float, default=60.0, metavar="S",
                    help="seconds per reference for clustering and minimising findings (0 disables)")
     p.add_argument("--no-progress", action="store_true")
 
 
 def run(args) -> int:
-    from verify.config import run_defaults
-    from verify.job import RunOptions, run_job
+    from verify.executors.workers import default_workers
+    from verify.pipeline.run import RunOptions, run_job
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
+    engine = engine_options(args)
     out = args.out or default_out("sweep")
     rows: list[str] = []
     clean = True
     for reference in args.reference or DEFAULT_REFERENCES:
         result = run_job(RunOptions(
-            reference=reference, candidates=["all"], corpora=args.corpus or [run_defaults().get("corpus", "default")],
-            out=out / reference, limit=args.limit, timeout_s=args.timeout, minimize_budget_s=args.minimize_budget,
+            reference=reference, candidates=["all"], corpora=args.corpus, out=out / reference, limit=args.limit,
+            isolate=engine.isolate, timeout_s=engine.timeout_s, memory_limit_mb=engine.memory_limit_mb,
+            workers=args.workers or default_workers(), minimize_budget_s=args.minimize_budget,
             progress=False if args.no_progress else None,
         ))
-        clean &= result.counts.all_verified
+        clean &= result.counts.all_verified and result.complete
         rows += table_rows(result.manifest, out / reference)
         print(f"{reference}: {result.counts.samples} samples -> {out / reference}")
     header = ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | largest cluster |",
@@ -74,11 +76,10 @@ def table_rows(manifest: dict, out: Path) -> list[str]:
 
 
 def _largest_cluster_per_engine(out: Path) -> dict[str, str]:
-    path = out / "clusters.json"
-    if not path.is_file():
-        return {}
+    from verify.triage import read_clusters
+
     largest: dict[str, dict] = {}
-    for cluster in json.loads(path.read_text(encoding="utf-8")):
+    for cluster in read_clusters(out):
         if cluster["count"] > largest.get(cluster["engine"], {"count": 0})["count"]:
             largest[cluster["engine"]] = cluster
     cells = {}

@@ -1,10 +1,13 @@
 """Local corpus files read as streams: .txt, .jsonl/.ndjson (optionally .gz or
-.zst) and .parquet (pyarrow, in record batches).
+.zst) and .parquet (pyarrow, in record batches), whole or by range.
 
 Every sample id lets a user find the input again: the record's id field when it
-has one, else ``file:line`` (text, JSONL) or ``file:row`` (Parquet). Anything
-unreadable (bad compression, invalid UTF-8, bad JSON, a missing text field) is a
-``CorpusError`` naming the file and line, never a silently dropped record.
+has one, else ``file:line`` (text, JSONL read whole), ``file@byte`` (a large file
+read by byte ranges: the offset of the line's first byte) or ``file:rowN``
+(Parquet). A record that cannot become a sample (bad JSON, invalid UTF-8, a
+missing or non-text field, a lone surrogate, or a file that stops being readable)
+is yielded as a ``BadRecord`` with its position: never dropped silently, never
+the end of the run.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from verify.errors import CorpusError
-from verify.sample import Sample
+from verify.sample import BadRecord, Sample
 
 TEXT_SUFFIXES = (".txt",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 PARQUET_SUFFIXES = (".parquet",)
-COMPRESSIONS = (".gz", ".zst")
+COMPRESSIONS = (".gz", ".zst", ".zstd")
+
+Record = Sample | BadRecord
 
 
 def base_suffix(path: Path) -> str:
@@ -32,6 +37,10 @@ def base_suffix(path: Path) -> str:
     return Path(name).suffix
 
 
+def is_compressed(path: Path) -> bool:
+    return path.name.lower().endswith(COMPRESSIONS)
+
+
 def is_supported(path: Path) -> bool:
     return base_suffix(path) in TEXT_SUFFIXES + JSONL_SUFFIXES + PARQUET_SUFFIXES
 
@@ -40,111 +49,171 @@ def open_binary(path: Path) -> IO[bytes]:
     name = path.name.lower()
     if name.endswith(".gz"):
         return gzip.open(path, "rb")
-    if name.endswith(".zst"):
+    if name.endswith((".zst", ".zstd")):
         import zstandard
 
         return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
     return open(path, "rb")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
+def _raw_lines(path: Path, byte_range: tuple[int, int] | None) -> Iterator[tuple[str, bytes | None, str | None]]:
+    """``(position, line bytes, None)`` per line, or ``(position, None, reason)`` once when the
+    file stops being readable. Whole files number lines from 1; a byte range yields the
+    lines whose first byte lies in ``[start, stop)``, positioned by that byte."""
+    position = f"{path}:1"
     try:
-        with open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise CorpusError(f"{path}:{lineno}: invalid UTF-8 at byte {exc.start} of the line") from None
-    except CorpusError:
-        raise
+        with (open(path, "rb") if byte_range else open_binary(path)) as fh:
+            if byte_range is None:
+                for lineno, raw in enumerate(fh, 1):
+                    position = f"{path}:{lineno}"
+                    yield position, raw, None
+                return
+            start, stop = byte_range
+            offset = start
+            if start > 0:
+                fh.seek(start - 1)
+                if fh.read(1) != b"\n":  # mid-line: that line belongs to the previous range
+                    offset = start + len(fh.readline())
+            while offset < stop:
+                raw = fh.readline()
+                if not raw:
+                    return
+                position = f"{path}@{offset}"
+                yield position, raw, None
+                offset += len(raw)
     except (OSError, EOFError) as exc:
-        raise CorpusError(f"{path}: unreadable ({exc})") from None
+        yield position, None, f"file unreadable from here on ({exc})"
     except Exception as exc:  # zstandard raises its own ZstdError
-        raise CorpusError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+        yield position, None, f"file unreadable from here on ({type(exc).__name__}: {exc})"
 
 
-def read_text(path: Path) -> Iterator[Sample]:
+def _decoded_lines(path: Path, byte_range) -> Iterator[tuple[str, str | None, BadRecord | None]]:
+    for position, raw, failure in _raw_lines(path, byte_range):
+        if failure is not None:
+            yield position, None, BadRecord(position, failure, None)
+            return
+        try:
+            yield position, raw.decode("utf-8"), None
+        except UnicodeDecodeError as exc:
+            yield position, None, BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+
+
+def read_text(path: Path, byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per line, newline included (tokenizers see line ends)."""
-    for lineno, line in _lines(path):
-        yield Sample.plain(f"{path}:{lineno}", line)
+    for position, line, bad in _decoded_lines(path, byte_range):
+        yield bad if bad is not None else Sample.plain(position, line)
 
 
-def read_jsonl(path: Path, text_field: str, id_field: str) -> Iterator[Sample]:
+def read_jsonl(path: Path, text_field: str, id_field: str,
+               byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per record. A record with ``segments: [[text, allow_special], ...]``
-    becomes a segmented sample; otherwise ``text_field`` is its text."""
-    for lineno, line in _lines(path):
+    becomes a segmented sample; otherwise ``text_field`` is its text. Blank lines are
+    not records."""
+    for position, line, bad in _decoded_lines(path, byte_range):
+        if bad is not None:
+            yield bad
+            continue
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise CorpusError(f"{path}:{lineno}: expected a JSON object per line")
-        sample_id = str(record[id_field]) if record.get(id_field) is not None else f"{path}:{lineno}"
-        if "segments" in record and text_field not in record:
-            sample = _segmented(path, lineno, sample_id, record["segments"])
-        else:
-            text = record.get(text_field)
-            if not isinstance(text, str):
-                raise CorpusError(f"{path}:{lineno}: no string field '{text_field}' (use --text-field)")
-            sample = Sample.plain(sample_id, text)
-        for segment in sample.segments:
-            _require_scalar_values(path, lineno, segment.text)
-        yield sample
+        yield jsonl_record(position, line, text_field, id_field)
 
 
-def _require_scalar_values(path: Path, lineno: int, text: str) -> None:
+def jsonl_record(position: str, line: str, text_field: str, id_field: str) -> Record:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return BadRecord(position, f"invalid JSON ({exc.msg}: column {exc.colno})", line)
+    if not isinstance(record, dict):
+        return BadRecord(position, "expected a JSON object per line", line)
+    sample_id = str(record[id_field]) if record.get(id_field) is not None else position
+    if "segments" in record and text_field not in record:
+        segments = record["segments"]
+        ok = isinstance(segments, list) and all(
+            isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and isinstance(s[1], bool)
+            for s in segments)
+        if not ok:
+            return BadRecord(position, "'segments' must be a list of [text, allow_special] pairs", line)
+        sample = Sample.from_segments(sample_id, segments)
+    else:
+        text = record.get(text_field)
+        if not isinstance(text, str):
+            what = "missing" if text_field not in record else f"{type(text).__name__}, not text"
+            return BadRecord(position, f"field '{text_field}' is {what} (use --text-field)", line)
+        sample = Sample.plain(sample_id, text)
+    return scalar_checked(position, sample, line)
+
+
+def scalar_checked(position: str, sample: Sample, raw) -> Record:
     """JSON can escape lone surrogates ("\\ud800"); no tokenizer input can hold one,
     and some engines silently rewrite them, so they are refused at the source."""
+    for segment in sample.segments:
+        try:
+            segment.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return BadRecord(position, f"lone surrogate U+{ord(segment.text[exc.start]):04X} in text "
+                                       "(not valid Unicode)", raw)
+    return sample
+
+
+def parquet_columns(path: Path, text_field: str) -> list:
+    """Row counts of a Parquet file's row groups; ``CorpusError`` when it has no text column
+    (almost always a wrong ``--text-field``) or cannot be opened."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CorpusError(f"{path}:{lineno}: lone surrogate U+{ord(text[exc.start]):04X} in text "
-                          "(not valid Unicode)") from None
+        meta = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise CorpusError(f"{path}: not a readable Parquet file ({exc})") from None
+    names = meta.schema_arrow.names
+    if text_field not in names:
+        raise CorpusError(f"{path}: no column '{text_field}' (columns: {', '.join(names)}; use --text-field)")
+    return [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
 
-def _segmented(path: Path, lineno: int, sample_id: str, segments) -> Sample:
-    ok = isinstance(segments, list) and all(
-        isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and isinstance(s[1], bool) for s in segments
-    )
-    if not ok:
-        raise CorpusError(f"{path}:{lineno}: 'segments' must be a list of [text, allow_special] pairs")
-    return Sample.from_segments(sample_id, segments)
-
-
-def read_parquet(path: Path, text_field: str, id_field: str, batch_rows: int = 4096) -> Iterator[Sample]:
+def read_parquet(path: Path, text_field: str, id_field: str, row_groups: tuple[int, int] | None = None,
+                 batch_rows: int = 4096) -> Iterator[Record]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
         parquet = pq.ParquetFile(path)
     except (pa.ArrowException, OSError) as exc:
-        raise CorpusError(f"{path}: not a readable Parquet file ({exc})") from None
+        yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
+        return
     names = parquet.schema_arrow.names
     if text_field not in names:
-        raise CorpusError(f"{path}: no column '{text_field}' (columns: {', '.join(names)}; use --text-field)")
+        yield BadRecord(f"{path}:row0", f"no column '{text_field}' (columns: {', '.join(names)})")
+        return
     columns = [text_field] + ([id_field] if id_field in names and id_field != text_field else [])
-    row = 0
+    first, last = row_groups if row_groups else (0, parquet.num_row_groups)
+    row = sum(parquet.metadata.row_group(i).num_rows for i in range(first))
     try:
-        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+        for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns,
+                                          row_groups=list(range(first, last))):
             texts = batch.column(text_field).to_pylist()
             ids = batch.column(id_field).to_pylist() if len(columns) > 1 else [None] * len(texts)
             for text, rid in zip(texts, ids):
-                if isinstance(text, bytes):
-                    try:
-                        text = text.decode("utf-8")
-                    except UnicodeDecodeError:
-                        raise CorpusError(f"{path}:row {row}: invalid UTF-8 in '{text_field}'") from None
-                if not isinstance(text, str):
-                    raise CorpusError(f"{path}:row {row}: '{text_field}' is {type(text).__name__}, not text")
-                yield Sample.plain(str(rid) if rid is not None else f"{path}:row{row}", text)
+                position = f"{path}:row{row}"
                 row += 1
+                yield _parquet_record(position, text, rid, text_field)
     except pa.ArrowException as exc:
-        raise CorpusError(f"{path}: corrupt Parquet data near row {row} ({exc})") from None
+        yield BadRecord(f"{path}:row{row}", f"corrupt Parquet data from here on ({exc})")
 
 
-def read_file(path: Path, text_field: str, id_field: str) -> Iterator[Sample]:
+def _parquet_record(position: str, text, rid, text_field: str) -> Record:
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            return BadRecord(position, f"invalid UTF-8 in '{text_field}'", text)
+    if not isinstance(text, str):
+        return BadRecord(position, f"'{text_field}' is {'null' if text is None else type(text).__name__}, not text",
+                         None if text is None else repr(text))
+    return scalar_checked(position, Sample.plain(str(rid) if rid is not None else position, text), text)
+
+
+def read_file(path: Path, text_field: str, id_field: str) -> Iterator[Record]:
     suffix = base_suffix(path)
     if suffix in TEXT_SUFFIXES:
         return read_text(path)

@@ -1,7 +1,10 @@
-"""Resolve ``--corpus`` values to sources and stream their samples.
+"""Resolve ``--corpus`` values to sources; a source lists its shards.
 
 A value is a named corpus from corpora/*.toml, ``generated[:SEED]``, a file,
-a directory (every supported file below it, sorted) or a glob.
+a directory (every supported file below it, sorted) or a glob. Listing is
+deterministic (sorted paths, row groups and byte ranges in file order) and
+checks what can be checked up front -- a missing file, a Parquet file without
+the text column -- so such mistakes fail before any engine starts.
 """
 
 from __future__ import annotations
@@ -9,58 +12,51 @@ from __future__ import annotations
 import glob
 import os
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Protocol
+from typing import Any, Iterator
 
 from verify.config import named_corpora
 from verify.corpora import files
+from verify.corpora.shards import Shard, file_shards, generated_shards
 from verify.errors import ConfigError, CorpusError
-from verify.sample import Sample
-
-
-class Source(Protocol):
-    name: str
-
-    def describe(self) -> dict[str, Any]: ...
-
-    def samples(self) -> Iterator[Sample]: ...
+from verify.sample import BadRecord, Sample
 
 
 @dataclass
-class GeneratedSource:
+class Source:
+    """A named corpus: what it is (``describe``) and the shards it is cut into."""
+
     name: str
-    seed: int = 0
-    documents: int = 2000
-    long_documents: int = 3
+    description: dict[str, Any]
+    shard_list: list[Shard]
 
     def describe(self) -> dict[str, Any]:
-        from verify.corpora import generated
+        return {"name": self.name, **self.description, "shards": len(self.shard_list)}
 
-        return {"name": self.name, "kind": "generated",
-                **generated.describe(self.seed, self.documents, self.long_documents)}
-
-    def samples(self) -> Iterator[Sample]:
-        from verify.corpora import generated
-
-        return generated.generate(self.seed, self.documents, self.long_documents)
-
-
-@dataclass
-class FileSource:
-    name: str
-    paths: list[Path]
-    text_field: str = "text"
-    id_field: str = "id"
-    stats: dict[str, int] = field(default_factory=dict)
-
-    def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": "files", "files": [str(p) for p in self.paths],
-                "text_field": self.text_field, "id_field": self.id_field}
+    def shards(self) -> list[Shard]:
+        return list(self.shard_list)
 
     def samples(self) -> Iterator[Sample]:
-        for path in self.paths:
-            yield from files.read_file(path, self.text_field, self.id_field)
+        """Every sample in shard order; a bad record raises ``CorpusError`` (strict reading)."""
+        for shard in self.shard_list:
+            for record in shard.records():
+                if isinstance(record, BadRecord):
+                    raise CorpusError(f"{record.position}: {record.reason}")
+                yield record
+
+
+def generated_source(name: str, seed: int = 0, documents: int = 2000, long_documents: int = 3) -> Source:
+    from verify.corpora import generated
+
+    return Source(name, {"kind": "generated", **generated.describe(seed, documents, long_documents)},
+                  generated_shards(name, seed, documents, long_documents))
+
+
+def file_source(name: str, paths: list[Path], text_field: str = "text", id_field: str = "id") -> Source:
+    shards = [s for p in paths for s in file_shards(name, p, text_field, id_field)]
+    return Source(name, {"kind": "files", "files": [str(p) for p in paths], "text_field": text_field,
+                         "id_field": id_field}, shards)
 
 
 def expand_paths(pattern: str) -> list[Path]:
@@ -72,7 +68,8 @@ def expand_paths(pattern: str) -> list[Path]:
         return found
     if path.is_file():
         if not files.is_supported(path):
-            raise CorpusError(f"{pattern}: unsupported file type (use .txt, .jsonl, .ndjson, .parquet; .gz/.zst compressed)")
+            raise CorpusError(f"{pattern}: unsupported file type (use .txt, .jsonl, .ndjson, .parquet; "
+                              ".gz/.zst compressed)")
         return [path]
     if any(ch in pattern for ch in "*?["):
         found = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if files.is_supported(Path(p)))
@@ -82,26 +79,29 @@ def expand_paths(pattern: str) -> list[Path]:
     raise CorpusError(f"corpus not found: {pattern} (not a file, directory, glob or named corpus; see corpora/)")
 
 
-def open_corpus(value: str, text_field: str = "text", id_field: str = "id") -> Source:
+def open_corpus(value: str, text_field: str | None = None, id_field: str | None = None) -> Source:
+    """``text_field``/``id_field`` (None: ``text``/``id``, or what a named corpus says)."""
     named = named_corpora()
     if value in named:
         return _from_table(value, named[value], text_field, id_field)
+    text_field, id_field = text_field or "text", id_field or "id"
     if value == "default":  # no corpora/default.toml (a wheel install): the built-in generator
-        return GeneratedSource(value)
+        return generated_source(value)
     if value == "generated" or value.startswith("generated:"):
         seed = value.partition(":")[2]
         if seed and not seed.isdigit():
             raise ConfigError(f"generated corpus seed must be an integer, got '{seed}'")
-        return GeneratedSource(value, seed=int(seed or 0))
-    return FileSource(value, expand_paths(value), text_field, id_field)
+        return generated_source(value, seed=int(seed or 0))
+    return file_source(value, expand_paths(value), text_field, id_field)
 
 
-def _from_table(name: str, table: dict[str, Any], text_field: str, id_field: str) -> Source:
+def _from_table(name: str, table: dict[str, Any], text_field: str | None, id_field: str | None) -> Source:
+    """A named corpus; its own text_field/id_field apply unless the command line gives one."""
     kind = table.get("kind")
     where = table.get("_file", "corpora/")
     if kind == "generated":
-        return GeneratedSource(name, int(table.get("seed", 0)), int(table.get("documents", 2000)),
-                               int(table.get("long_documents", 3)))
+        return generated_source(name, int(table.get("seed", 0)), int(table.get("documents", 2000)),
+                                int(table.get("long_documents", 3)))
     if kind == "files":
         paths: list[Path] = []
         for pattern in table.get("paths", []):
@@ -112,5 +112,6 @@ def _from_table(name: str, table: dict[str, Any], text_field: str, id_field: str
             paths.extend(expand_paths(pattern))
         if not paths:
             raise ConfigError(f"corpus '{name}' ({where}) lists no paths")
-        return FileSource(name, paths, table.get("text_field", text_field), table.get("id_field", id_field))
+        return file_source(name, paths, text_field or table.get("text_field", "text"),
+                           id_field or table.get("id_field", "id"))
     raise ConfigError(f"corpus '{name}' ({where}): unknown kind '{kind}' (use 'generated' or 'files')")

@@ -1,11 +1,11 @@
 """Run an engine in its own worker process, so that a segfault, abort, OOM kill
 or hang in the engine becomes a finding instead of ending the run.
 
-The worker builds the engine from its spec (engines need not pickle) and runs a
-``LocalExecutor``, so Python exceptions are attributed per sample inside it.
-When a batch crashes the worker or passes its deadline, the worker is replaced
-and the batch re-run one sample at a time to find the sample(s) responsible:
-each gets a ``crash`` or ``timeout`` failure, every other sample its ids.
+The worker builds the engine from its spec (engines need not pickle) and encodes
+with ``encode_outcomes``, so Python exceptions are attributed per sample inside
+it. When a batch crashes the worker or passes its deadline, the worker is
+replaced and the batch re-run one sample at a time to find the sample(s)
+responsible: each gets a ``crash`` or ``timeout`` failure, every other sample its ids.
 """
 
 from __future__ import annotations
@@ -21,16 +21,19 @@ import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
-from verify.findings import Failure
+from verify.executors.base import ExecutorBase
+from verify.executors.threads import pin_threads
+from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL = 2000
 
 
-def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None) -> None:
+def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None, threads: int | None) -> None:
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
+    pin_threads(threads)
     if memory_limit_mb:
         import resource
 
@@ -47,12 +50,14 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None)
         return
     while True:
         try:
-            request = conn.recv()
+            op, payload = conn.recv()
         except EOFError:
             return
-        op, payload = request
         if op == "encode":
-            conn.send(("ok", executor.encode(payload)))
+            conn.send(("ok", executor.encode_runnable(payload)))
+        elif op == "encode_concurrent":
+            samples, threads = payload
+            conn.send(("ok", executor._encode_concurrent(samples, threads)))
         elif op == "token_bytes":
             conn.send(("ok", executor.token_bytes(payload)))
         elif op == "run_notes":
@@ -66,27 +71,33 @@ class EngineLoadError(VerifyError):
     """The engine could not be built in its worker."""
 
 
-class IsolatedExecutor:
+class IsolatedExecutor(ExecutorBase):
     def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
-                 start_timeout_s: float = 600.0):
+                 threads: int | None = None, start_timeout_s: float = 600.0):
         self.spec = spec
         self.timeout_s = timeout_s
         self.memory_limit_mb = memory_limit_mb
+        self.threads = threads
         self.start_timeout_s = start_timeout_s
         self.restarts = 0
         self._ctx = mp.get_context("spawn")
         self._stderr = tempfile.NamedTemporaryFile(prefix="verify-worker-", suffix=".stderr", delete=False)
         self._stderr.close()
-        self._pending: list[Sample] | None = None
+        self._pending: list[Sample] = []
+        self._sent_at: float | None = None
         self.capabilities: Capabilities
         self._identity: EngineIdentity
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            os.unlink(self._stderr.name)
+            raise
 
     # --- process management ------------------------------------------------
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
-        self._proc = self._ctx.Process(target=_worker_main, args=(child, self.spec, self._stderr.name,
-                                                                   self.memory_limit_mb), daemon=True)
+        self._proc = self._ctx.Process(target=_worker_main, daemon=True,
+                                       args=(child, self.spec, self._stderr.name, self.memory_limit_mb, self.threads))
         self._proc.start()
         child.close()
         self._conn = parent
@@ -145,16 +156,16 @@ class IsolatedExecutor:
             return "crash", self._death()
 
     # --- executor API -----------------------------------------------------
-    def submit(self, samples: Sequence[Sample]) -> None:
-        self._pending = list(samples)
+    def _submit(self, samples: list[Sample]) -> None:
+        self._pending = samples
         try:
-            self._conn.send(("encode", self._pending))
+            self._conn.send(("encode", samples))
             self._sent_at = time.monotonic()
         except (BrokenPipeError, OSError):
             self._sent_at = None
 
-    def collect(self) -> list:
-        samples, self._pending = self._pending or [], None
+    def _collect(self) -> list[Outcome]:
+        samples, self._pending = self._pending, []
         if self._sent_at is None:
             status, value = "crash", self._death()
         else:
@@ -171,19 +182,23 @@ class IsolatedExecutor:
         self._restart()
         return [self._encode_alone(s) for s in samples]
 
-    def encode(self, samples: Sequence[Sample]) -> list:
-        self.submit(samples)
-        return self.collect()
-
-    def _encode_alone(self, sample: Sample):
+    def _encode_alone(self, sample: Sample) -> Outcome:
         status, value = self._call("encode", [sample], self.timeout_s)
         if status == "ok":
             return value[0]
-        reason = value or f"no answer within {self.timeout_s:g} s"
         self._restart()
         if status == "timeout":
             return Failure("timeout", "Timeout", f"engine did not answer within {self.timeout_s:g} s")
-        return Failure("crash", "WorkerDied", reason)
+        return Failure("crash", "WorkerDied", value or "worker died")
+
+    def _encode_concurrent(self, samples: list[Sample], threads: int) -> list[list[Outcome]]:
+        status, value = self._call("encode_concurrent", (samples, threads), self.timeout_s)
+        if status == "ok":
+            return value
+        self._restart()
+        kind, kind_type = ("timeout", "Timeout") if status == "timeout" else ("crash", "WorkerDied")
+        failure = Failure(kind, kind_type, f"{threads} threads at once: {value}")
+        return [[failure] * len(samples) for _ in range(threads)]
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
         if not self.capabilities.decode:
@@ -211,4 +226,7 @@ class IsolatedExecutor:
             pass
         self._proc.join(5)
         self._kill()
-        os.unlink(self._stderr.name)
+        try:
+            os.unlink(self._stderr.name)
+        except FileNotFoundError:
+            pass

@@ -1,17 +1,19 @@
-"""Run an engine in the harness's own process."""
+"""Run an engine in the harness's own process (``--in-process``): fastest, but a
+segfault or hang in the engine ends the process it runs in."""
 
 from __future__ import annotations
 
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
 import numpy as np
 
 from verify.engines.base import Engine, as_token_array
-from verify.findings import Failure
+from verify.executors.base import ExecutorBase
+from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
-Outcome = np.ndarray | Failure
 # Interrupts are the user's, not the engine's: they end the run.
 _NOT_OURS = (KeyboardInterrupt, SystemExit, GeneratorExit)
 
@@ -22,45 +24,69 @@ def failure_from(exc: BaseException) -> Failure:
     return Failure("error", type(exc).__name__, f"{exc}{where}")
 
 
-class LocalExecutor:
+def encode_outcomes(engine: Engine, samples: Sequence[Sample], on_fallback=None) -> list[Outcome]:
+    """One outcome per sample: the batch in one call, and when that raises, each sample
+    alone so the failure is attributed to the samples that cause it. ``on_fallback(exc)``
+    hears of every batch call that raised (a batch API that fails where single calls
+    succeed is a bug too, reported in the run notes)."""
+    try:
+        out = engine.encode_batch(samples)
+        if len(out) != len(samples):
+            raise ValueError(f"engine returned {len(out)} results for {len(samples)} samples")
+        return [as_token_array(ids) for ids in out]
+    except _NOT_OURS:
+        raise
+    except BaseException as exc:  # pyo3's PanicException is a BaseException: still the engine's failure
+        if len(samples) == 1:
+            return [failure_from(exc)]
+        outcomes = [_encode_one(engine, s) for s in samples]
+        if on_fallback is not None and all(isinstance(o, np.ndarray) for o in outcomes):
+            on_fallback(exc)
+        return outcomes
+
+
+def _encode_one(engine: Engine, sample: Sample) -> Outcome:
+    try:
+        out = engine.encode_batch([sample])
+        if len(out) != 1:
+            raise ValueError(f"engine returned {len(out)} results for 1 sample")
+        return as_token_array(out[0])
+    except _NOT_OURS:
+        raise
+    except BaseException as exc:
+        return failure_from(exc)
+
+
+class LocalExecutor(ExecutorBase):
     def __init__(self, engine: Engine):
         self.engine = engine
         self.spec = engine.spec
         self.capabilities = engine.capabilities
+        self.restarts = 0  # never restarted: a crash here ends the process
+        self.timeout_s = None  # a hang here cannot be interrupted
         self._pending: list[Sample] = []
-        self.restarts = 0  # never restarted: a crash here ends the run
+        self.batch_fallbacks = 0  # batch calls that raised although every sample alone encoded
+        self._first_fallback = ""
 
-    def submit(self, samples: Sequence[Sample]) -> None:
-        self._pending = list(samples)
+    def _fell_back(self, exc: BaseException) -> None:
+        self.batch_fallbacks += 1
+        if not self._first_fallback:
+            self._first_fallback = f"{type(exc).__name__}: {exc}"[:500]
 
-    def collect(self) -> list[Outcome]:
+    def encode_runnable(self, samples: Sequence[Sample]) -> list[Outcome]:
+        """The engine on samples it can handle (the isolated worker calls this too)."""
+        return encode_outcomes(self.engine, samples, self._fell_back)
+
+    def _submit(self, samples: list[Sample]) -> None:
+        self._pending = samples
+
+    def _collect(self) -> list[Outcome]:
         samples, self._pending = self._pending, []
-        return self.encode(samples)
+        return self.encode_runnable(samples)
 
-    def encode(self, samples: Sequence[Sample]) -> list[Outcome]:
-        try:
-            out = self.engine.encode_batch(samples)
-            if len(out) != len(samples):
-                raise ValueError(f"engine returned {len(out)} results for {len(samples)} samples")
-            return [as_token_array(ids) for ids in out]
-        except _NOT_OURS:
-            raise
-        except BaseException:  # pyo3's PanicException is a BaseException: still the engine's failure
-            if len(samples) == 1:
-                return [self._encode_one(samples[0])]
-            # Attribute the failure: re-run one sample at a time.
-            return [self._encode_one(s) for s in samples]
-
-    def _encode_one(self, sample: Sample) -> Outcome:
-        try:
-            out = self.engine.encode_batch([sample])
-            if len(out) != 1:
-                raise ValueError(f"engine returned {len(out)} results for 1 sample")
-            return as_token_array(out[0])
-        except _NOT_OURS:
-            raise
-        except BaseException as exc:
-            return failure_from(exc)
+    def _encode_concurrent(self, samples: list[Sample], threads: int) -> list[list[Outcome]]:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            return list(pool.map(lambda _: self.encode_runnable(samples), range(threads)))
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
         if not self.capabilities.decode:
@@ -77,11 +103,17 @@ class LocalExecutor:
 
     def run_notes(self) -> dict:
         try:
-            return self.engine.run_notes()
+            notes = dict(self.engine.run_notes())
         except _NOT_OURS:
             raise
         except BaseException as exc:  # notes are reporting only; never lose the run for them
-            return {"run_notes_error": f"{type(exc).__name__}: {exc}"}
+            notes = {"run_notes_error": f"{type(exc).__name__}: {exc}"}
+        if self.batch_fallbacks:
+            notes["batch_fallbacks"] = self.batch_fallbacks
+            notes["warnings"] = [*notes.get("warnings", []),
+                                 f"{self.batch_fallbacks} batch call(s) raised although every sample alone encoded "
+                                 f"(first: {self._first_fallback}); the ids compared are from single calls"]
+        return notes
 
     def close(self) -> None:
         self.engine.close()

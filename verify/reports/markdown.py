@@ -26,6 +26,13 @@ def _example(segments: list | None) -> str:
     return f"{fence} {_cell(text)} {fence}" if fence == "``" else f"`{_cell(text)}`"
 
 
+def _package(identity: dict[str, Any]) -> str:
+    """"tiktoken 0.14.0, " -- nothing for engines without a package (plugins, subprocesses)."""
+    if not identity.get("package"):
+        return ""
+    return f"{identity['package']} {identity.get('package_version') or '?'}, "
+
+
 def _causes_section(clusters: list[dict[str, Any]]) -> list[str]:
     """Clusters whose minimised reproducers coincide, merged: one row per likely root cause."""
     causes: dict[str, dict[str, Any]] = {}
@@ -57,21 +64,32 @@ def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
 
 
 def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
-                   clusters: list[dict[str, Any]] | None = None) -> str:
+                   clusters: list[dict[str, Any]] | None = None, title: str = "verify run") -> str:
     counts = manifest["counts"]
-    ok = counts["samples"] > 0 and counts["verified"] == counts["samples"]
-    lines = [
-        f"# verify run: {'PASS' if ok else 'FAIL'}",
-        "",
-        f"- reference: `{manifest['reference']['spec']}` ({manifest['reference'].get('package')} "
-        f"{manifest['reference'].get('package_version')}, vocab sha256 `{(manifest['reference'].get('vocab_sha256') or '-')[:16]}`)",
-    ]
+    complete = manifest.get("complete", True)
+    ok = complete and counts["samples"] > 0 and counts["verified"] == counts["samples"] \
+        and not counts.get("bad_records")
+    verdict = "PASS" if ok else "FAIL" if complete else "INCOMPLETE"
+    lines = [f"# {title}: {verdict}", ""]
+    if manifest.get("aborted"):
+        lines.append(f"- **aborted**: {manifest['aborted']}")
+    ref = manifest.get("reference")
+    if ref:
+        lines.append(f"- reference: `{ref['spec']}` ({_package(ref)}vocab sha256 `{(ref.get('vocab_sha256') or '-')[:16]}`)")
     for cand in manifest["candidates"]:
-        lines.append(f"- candidate: `{cand['spec']}` ({cand.get('package')} {cand.get('package_version')}, "
-                     f"fingerprint `{cand.get('fingerprint')}`)")
-    lines.append(f"- sources: {', '.join(s['name'] for s in manifest['sources'])}")
-    lines.append(f"- {manifest['started']} .. {manifest['finished']} ({manifest['seconds']} s)"
+        lines.append(f"- candidate: `{cand['spec']}` ({_package(cand)}fingerprint `{cand.get('fingerprint')}`)")
+    for name, report in (manifest.get("reports") or {}).items():
+        lines.append(f"- {name}: [{report}]({report})")
+    lines.append(f"- sources: {', '.join(s['name'] for s in manifest['sources']) or '-'}")
+    lines.append(f"- {manifest['started']} .. {manifest['finished'] or 'still running'} ({manifest['seconds']} s)"
                  + (" — INTERRUPTED, counts are partial" if manifest.get("interrupted") else ""))
+    shards = manifest.get("shards")
+    if shards:
+        lines.append(f"- shards: {shards['committed']}/{shards['total']} committed"
+                     + (f", **{len(shards['failed'])} failed**" if shards.get("failed") else "")
+                     + (f"; resumed, {manifest['resume']['shards_redone']} shards redone" if manifest.get("resumed") else ""))
+    if counts.get("bad_records"):
+        lines.append(f"- **bad records: {counts['bad_records']}** (reported as `bad-input` findings)")
     for spec, note in (manifest.get("engine_notes") or {}).items():
         for warning in note.get("warnings", []):
             lines.append(f"- **warning** `{spec}`: {warning}")
@@ -107,7 +125,14 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
 
 
 def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]],
-                  clusters: list[dict[str, Any]] | None = None) -> Path:
-    path = out_dir / "summary.md"
-    path.write_text(render_summary(manifest, findings, clusters), encoding="utf-8")
+                  clusters: list[dict[str, Any]] | None = None, title: str = "verify run") -> Path:
+    path = Path(out_dir) / "summary.md"
+    path.write_text(render_summary(manifest, findings, clusters, title), encoding="utf-8")
     return path
+
+
+def write_run_summary(out_dir: Path, manifest: dict[str, Any]) -> Path:
+    """summary.md from the committed files: the first findings with their triage, the clusters."""
+    from verify.triage import read_clusters, triaged_records
+
+    return write_summary(out_dir, manifest, triaged_records(out_dir, MAX_LISTED), read_clusters(out_dir) or None)

@@ -1,26 +1,33 @@
-"""The run loop against planted-bug engines: exact locations, accounting, inputs."""
+"""The comparison step against planted-bug engines: exact locations, accounting, inputs."""
 
 import json
 
 import pytest
 
+from verify.comparison import Side, compare_batch
+from verify.counts import STATES
 from verify.engines import build_engine
 from verify.engines.fake import FakeEngine
 from verify.executors import LocalExecutor
 from verify.findings import INLINE_INPUT_LIMIT, SCHEMA, FindingWriter
-from verify.runner import STATES, Run
+from verify.keys import input_key
+from verify.pipeline.shard_task import encode_all
 from verify.sample import Sample
 
 from planted import RaisesOn, ReplacesTokenAt, ZeroesNonAscii
 
 
 def run_engines(tmp_path, reference, candidates, samples):
+    executors = [LocalExecutor(e) for e in [reference, *candidates]]
+    samples = list(samples)
+    counts, findings = compare_batch(samples, encode_all(executors, samples),
+                                     [Side(ex.spec, ex.token_bytes) for ex in executors], "test")
     writer = FindingWriter(tmp_path)
-    run = Run(LocalExecutor(reference), [LocalExecutor(c) for c in candidates], writer, source_name="test")
-    run.process(list(samples))
+    for finding in findings:
+        writer.write(finding)
     writer.close()
     records = [json.loads(line) for line in (tmp_path / "divergences.jsonl").read_text().splitlines()]
-    return run.counts, records
+    return counts, records
 
 
 def test_equal_engines_verify_every_sample(tmp_path):
@@ -44,6 +51,14 @@ def test_divergence_is_located_exactly(tmp_path):
     assert r["actual"]["ids"][r["token_index"] - r["actual"]["start"]] == 0
     assert r["expected_len"] == r["actual_len"] == len(text.encode())
     assert r["input"] == [[text, False]] and r["sample_id"] == "s1"
+    assert r["input_key"] == input_key([(text, False)]) and len(r["finding_key"]) == 32
+
+
+def test_the_input_key_is_the_input_alone_not_the_sample_id(tmp_path):
+    same = [Sample.plain("first-id", "hello wörld"), Sample.plain("second-id", "hello wörld")]
+    _, records = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii()], same)
+    assert records[0]["input_key"] == records[1]["input_key"]
+    assert records[0]["finding_key"] != records[1]["finding_key"]  # two findings, one per sample
 
 
 def test_divergence_offset_in_a_real_bpe_vocabulary(tmp_path, tiny_spec):
@@ -118,3 +133,21 @@ def test_invalid_ids_from_an_engine_are_errors(tmp_path, bad):
     engine = FakeEngine(spec="fake:bad", encode=lambda t, a: bad)
     counts, records = run_engines(tmp_path, FakeEngine(), [engine], [Sample.plain("s", "x")])
     assert counts.states["error"] == 1 and records[0]["kind"] == "error"
+
+
+def test_a_batch_call_that_fails_where_single_calls_succeed_is_reported():
+    def encode(text, allow_special):
+        return list(text.encode())
+
+    class BatchBroken(FakeEngine):
+        def encode_texts(self, texts, allow_special):
+            if len(texts) > 1:
+                raise RuntimeError("batch path broken")
+            return super().encode_texts(texts, allow_special)
+
+    ex = LocalExecutor(BatchBroken(spec="planted:batch-broken", encode=encode))
+    out = ex.encode([Sample.plain("a", "x"), Sample.plain("b", "y")])
+    assert [o.tolist() for o in out] == [[120], [121]]  # each sample alone still gives its ids ...
+    notes = ex.run_notes()
+    assert notes["batch_fallbacks"] == 1  # ... but the broken batch call is not hidden
+    assert "batch path broken" in notes["warnings"][0]

@@ -1,0 +1,33 @@
+"""Reading a shard: its descriptor -> its records (samples and bad records), in order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from verify.corpora import files
+from verify.sample import BadRecord, Sample
+
+
+def read_shard(shard) -> Iterator[Sample | BadRecord]:
+    if shard.kind == "generated":
+        return _generated(shard)
+    path = Path(shard.path)
+    if shard.kind == "file":
+        return files.read_file(path, shard.text_field, shard.id_field)
+    if shard.kind == "byte-range":
+        rng = (shard.start, shard.stop)
+        if files.base_suffix(path) in files.TEXT_SUFFIXES:
+            return files.read_text(path, rng)
+        return files.read_jsonl(path, shard.text_field, shard.id_field, rng)
+    if shard.kind == "row-groups":
+        return files.read_parquet(path, shard.text_field, shard.id_field, (shard.start, shard.stop))
+    raise ValueError(f"unknown shard kind {shard.kind!r}")
+
+
+def _generated(shard) -> Iterator[Sample]:
+    from verify.corpora.generated import generate_one
+
+    seed, documents, long_documents = shard.generator
+    for index in range(shard.start, shard.stop):
+        yield generate_one(seed, index, documents, long_documents)

@@ -1,0 +1,159 @@
+"""Shards: the units a corpus is cut into, and what a worker is handed.
+
+A shard is a small picklable descriptor with a stable id, re-creatable from its
+descriptor alone on any machine (``Shard.from_json(shard.to_json())``):
+
+  generated    an index range of the generated corpus (seed, documents, long_documents)
+  file         a whole file (compressed files, small files)
+  byte-range   the lines of an uncompressed .txt/.jsonl file whose first byte is in [start, stop)
+  row-groups   a range of a Parquet file's row groups
+
+``limit`` caps the records read from the shard (``--limit`` on the corpus);
+``sample_rate``/``sample_seed`` keep a deterministic fraction of its records
+(``--sample``): whether a record is kept depends only on the seed and the
+record's position, so every executor and every resume picks the same ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import xxhash
+
+from verify.corpora import files
+from verify.sample import BadRecord, Sample
+
+KINDS = ("generated", "file", "byte-range", "row-groups")
+SPLIT_BYTES = 64 << 20  # uncompressed text/JSONL files above this are read by byte ranges
+MIN_SHARD_ROWS = 10_000  # consecutive small Parquet row groups are joined up to this many rows
+GENERATED_SHARD_DOCUMENTS = 16
+
+
+@dataclass(frozen=True)
+class Shard:
+    source: str
+    kind: str
+    path: str = ""
+    start: int = 0
+    stop: int = 0
+    text_field: str = "text"
+    id_field: str = "id"
+    generator: tuple[int, int, int] | None = None  # (seed, documents, long_documents)
+    limit: int | None = None
+    sample_rate: float | None = None
+    sample_seed: int = 0
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)  # source-specific fields
+
+    @property
+    def id(self) -> str:
+        if self.kind == "generated":
+            seed = self.generator[0] if self.generator else 0
+            base = f"generated:{seed}[{self.start}:{self.stop}]"
+        elif self.kind == "file":
+            base = self.path
+        elif self.kind == "byte-range":
+            base = f"{self.path}@{self.start}-{self.stop}"
+        else:
+            base = f"{self.path}#rg{self.start}-{self.stop}"
+        return base + (f"|limit={self.limit}" if self.limit is not None else "")
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["generator"] = list(self.generator) if self.generator else None
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "Shard":
+        doc = dict(doc)
+        if doc.get("generator") is not None:
+            doc["generator"] = tuple(doc["generator"])
+        return cls(**doc)
+
+    def records(self) -> Iterator[Sample | BadRecord]:
+        """Every record of the shard, in order, after ``--sample`` and ``limit``."""
+        from verify.corpora.readers import read_shard
+
+        records = read_shard(self)
+        if self.sample_rate is not None:
+            records = (r for r in records if keep_record(self.sample_seed, self.sample_rate, _position(r)))
+        if self.limit is not None:
+            records = itertools.islice(records, self.limit)
+        return records
+
+    def with_limit(self, limit: int | None) -> "Shard":
+        from dataclasses import replace
+
+        return replace(self, limit=limit)
+
+
+def _position(record: Sample | BadRecord) -> str:
+    return record.position if isinstance(record, BadRecord) else record.id
+
+
+def keep_record(seed: int, rate: float, position: str) -> bool:
+    """Deterministic sampling: keep when the record's hash falls below ``rate``."""
+    if rate >= 1.0:
+        return True
+    h = xxhash.xxh3_64_intdigest(position.encode("utf-8", "surrogatepass"), seed=seed & 0xFFFFFFFFFFFFFFFF)
+    return h < rate * 2.0 ** 64
+
+
+# --- listing -------------------------------------------------------------------
+
+def generated_shards(source: str, seed: int, documents: int, long_documents: int,
+                     per_shard: int = GENERATED_SHARD_DOCUMENTS) -> list[Shard]:
+    total = documents + long_documents
+    gen = (seed, documents, long_documents)
+    return [Shard(source, "generated", start=a, stop=min(a + per_shard, total), generator=gen)
+            for a in range(0, total, per_shard)]
+
+
+def file_shards(source: str, path: Path, text_field: str, id_field: str) -> list[Shard]:
+    suffix = files.base_suffix(path)
+    common = {"source": source, "path": str(path), "text_field": text_field, "id_field": id_field}
+    if suffix in files.PARQUET_SUFFIXES:
+        rows = files.parquet_columns(path, text_field)
+        shards, first, count = [], 0, 0
+        for i, n in enumerate(rows):
+            count += n
+            if count >= MIN_SHARD_ROWS or i == len(rows) - 1:
+                shards.append(Shard(kind="row-groups", start=first, stop=i + 1, **common))
+                first, count = i + 1, 0
+        return shards or [Shard(kind="row-groups", start=0, stop=0, **common)]
+    size = path.stat().st_size
+    if files.is_compressed(path) or size <= SPLIT_BYTES:
+        return [Shard(kind="file", **common)]
+    return [Shard(kind="byte-range", start=a, stop=min(a + SPLIT_BYTES, size), **common)
+            for a in range(0, size, SPLIT_BYTES)]
+
+
+def count_records(shard: Shard) -> int:
+    """How many records the shard holds before ``limit`` (cheap where the format allows:
+    Parquet metadata, the generated corpus' ranges; JSONL and text are read)."""
+    if shard.sample_rate is None:
+        if shard.kind == "generated":
+            return shard.stop - shard.start
+        if shard.kind == "row-groups":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(shard.path).metadata
+            return sum(meta.row_group(i).num_rows for i in range(shard.start, shard.stop))
+    return sum(1 for _ in shard.with_limit(None).records())
+
+
+def apply_limit(shards: list[Shard], limit: int | None) -> list[Shard]:
+    """The shards that hold the first ``limit`` records, the last one capped."""
+    if limit is None:
+        return shards
+    kept: list[Shard] = []
+    left = limit
+    for shard in shards:
+        if left <= 0:
+            break
+        n = count_records(shard)
+        kept.append(shard if n <= left else shard.with_limit(left))
+        left -= n
+    return kept

@@ -1,0 +1,77 @@
+"""Counts: how every sample of a run ended, overall and per engine, mergeable.
+
+Every sample ends in exactly one state, counted once:
+  verified  every engine returned ids and every candidate equals the reference
+  diverged  some candidate returned different ids
+  error / crash / timeout   some engine returned no ids (the worst one counts)
+  skipped   an engine was not asked (it declares it cannot handle the sample), or
+            the reference failed so there was nothing to compare with; never verified
+A record the corpus could not turn into a sample (null text, broken JSON or UTF-8)
+is not a sample: it is counted in ``bad_records`` and reported as a finding.
+Counts of shards merge by addition (``add``), so any split of a corpus over
+workers, machines or resumed sessions adds up to the same totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATES = ("verified", "diverged", "error", "crash", "timeout", "skipped")
+# When several things go wrong on one sample, the worst decides its state.
+SEVERITY = {"crash": 5, "timeout": 4, "error": 3, "diverged": 2, "skipped": 1, "verified": 0}
+
+_SCALARS = ("samples", "chars", "bytes", "tokens", "findings", "bad_records")
+
+
+def worst(*states: str) -> str:
+    return max(states, key=SEVERITY.__getitem__)
+
+
+@dataclass
+class Counts:
+    samples: int = 0
+    chars: int = 0
+    bytes: int = 0
+    tokens: int = 0  # reference tokens
+    findings: int = 0
+    bad_records: int = 0
+    states: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
+    per_engine: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def engine(self, spec: str) -> dict[str, int]:
+        tally = self.per_engine.get(spec)
+        if tally is None:
+            tally = self.per_engine[spec] = dict.fromkeys(STATES, 0)
+        return tally
+
+    def add(self, other: "Counts") -> "Counts":
+        for name in _SCALARS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for state, n in other.states.items():
+            self.states[state] += n
+        for spec, tally in other.per_engine.items():
+            mine = self.engine(spec)
+            for state, n in tally.items():
+                mine[state] += n
+        return self
+
+    @property
+    def all_verified(self) -> bool:
+        return self.samples > 0 and self.states["verified"] == self.samples and self.bad_records == 0
+
+    @property
+    def failing(self) -> int:
+        return sum(self.states[s] for s in ("diverged", "error", "crash", "timeout"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{name: getattr(self, name) for name in _SCALARS}, **self.states,
+                "per_engine": {spec: dict(t) for spec, t in self.per_engine.items()}}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "Counts":
+        counts = cls(**{name: int(doc.get(name, 0)) for name in _SCALARS})
+        counts.states = {s: int(doc.get(s, 0)) for s in STATES}
+        counts.per_engine = {spec: {s: int(t.get(s, 0)) for s in STATES}
+                             for spec, t in (doc.get("per_engine") or {}).items()}
+        return counts

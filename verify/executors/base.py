@@ -1,0 +1,103 @@
+"""The executor protocol: where an engine runs, seen the same way by every command.
+
+An executor turns samples into one ``Outcome`` each (ids, ``Failure`` or
+``Skipped``, see ``verify.outcome``), never an exception: an engine that raises,
+crashes or hangs yields a ``Failure`` for the sample that caused it. Samples the
+engine declares it cannot handle (``capabilities``) are ``Skipped`` without asking it.
+
+``submit`` then ``collect`` lets several executors work on one batch at once;
+``encode`` is the two in one. ``encode_concurrent`` runs the same batch from
+several threads at once inside the engine's own process (the metamorphic
+thread-safety check).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+import numpy as np
+
+from verify.engines.base import Capabilities, EngineIdentity
+from verify.outcome import SKIPPED, Outcome
+from verify.sample import Sample
+
+
+@runtime_checkable
+class Executor(Protocol):
+    spec: str
+    capabilities: Capabilities
+    restarts: int  # worker restarts (crashes, hangs); 0 for in-process executors
+    timeout_s: float | None  # how long a hang takes to be declared; None when it cannot be
+
+    def submit(self, samples: Sequence[Sample]) -> None: ...
+
+    def collect(self) -> list[Outcome]: ...
+
+    def encode(self, samples: Sequence[Sample]) -> list[Outcome]: ...
+
+    def encode_concurrent(self, samples: Sequence[Sample], threads: int) -> list[list[Outcome]]: ...
+
+    def token_bytes(self, ids: np.ndarray) -> list[bytes] | None: ...
+
+    def identity(self) -> EngineIdentity: ...
+
+    def run_notes(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def can_run(capabilities: Capabilities, sample: Sample) -> bool:
+    """Whether an engine with these capabilities is asked to encode ``sample`` at all."""
+    return capabilities.special_tokens or sample.is_plain
+
+
+class ExecutorBase:
+    """Skips what the engine cannot handle; subclasses implement ``_submit`` / ``_collect``
+    over the runnable samples only."""
+
+    spec: str
+    capabilities: Capabilities
+    restarts: int = 0
+    timeout_s: float | None = None
+
+    def submit(self, samples: Sequence[Sample]) -> None:
+        samples = list(samples)
+        self._size = len(samples)
+        self._runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
+        if self._runnable:
+            self._submit([samples[i] for i in self._runnable])
+
+    def collect(self) -> list[Outcome]:
+        out: list[Outcome] = [SKIPPED] * self._size
+        if self._runnable:
+            for i, outcome in zip(self._runnable, self._collect()):
+                out[i] = outcome
+        self._size, self._runnable = 0, []
+        return out
+
+    def encode(self, samples: Sequence[Sample]) -> list[Outcome]:
+        self.submit(samples)
+        return self.collect()
+
+    def encode_concurrent(self, samples: Sequence[Sample], threads: int) -> list[list[Outcome]]:
+        samples = list(samples)
+        runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
+        results = self._encode_concurrent([samples[i] for i in runnable], threads) if runnable else \
+            [[] for _ in range(threads)]
+        merged = []
+        for per_thread in results:
+            out: list[Outcome] = [SKIPPED] * len(samples)
+            for i, outcome in zip(runnable, per_thread):
+                out[i] = outcome
+            merged.append(out)
+        return merged
+
+    # --- to implement -------------------------------------------------------
+    def _submit(self, samples: list[Sample]) -> None:
+        raise NotImplementedError
+
+    def _collect(self) -> list[Outcome]:
+        raise NotImplementedError
+
+    def _encode_concurrent(self, samples: list[Sample], threads: int) -> list[list[Outcome]]:
+        raise NotImplementedError

@@ -1,0 +1,118 @@
+"""The engine pool: how every command starts its engines, with the same options.
+
+``EngineOptions`` holds what means the same in every command (isolation, the
+hang timeout, the memory limit, thread pinning); ``EnginePool`` starts
+executors from specs with them, remembers engines that could not load (and
+why), and collects identities and run notes when the work is done.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable
+
+from verify.errors import VerifyError
+from verify.executors.base import Executor
+from verify.executors.isolated import DEFAULT_TIMEOUT_S
+from verify.executors.threads import pin_threads
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    isolate: bool = True  # each engine in its own worker process
+    timeout_s: float = DEFAULT_TIMEOUT_S  # an engine call that takes longer is a hang (isolated only)
+    memory_limit_mb: int | None = None  # address-space limit per engine worker (isolated only)
+    threads: int | None = None  # threads each engine's own pool may use; None = its default
+
+    def with_(self, **changes) -> "EngineOptions":
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"isolate": self.isolate, "timeout_s": self.timeout_s, "memory_limit_mb": self.memory_limit_mb,
+                "threads": self.threads}
+
+
+def start_executor(spec: str, options: EngineOptions) -> Executor:
+    """One executor for ``spec``; raises a ``VerifyError`` when the engine cannot load."""
+    if options.isolate:
+        from verify.executors.isolated import IsolatedExecutor
+
+        return IsolatedExecutor(spec, timeout_s=options.timeout_s, memory_limit_mb=options.memory_limit_mb,
+                                threads=options.threads)
+    from verify.engines import build_engine
+    from verify.executors.local import LocalExecutor
+
+    pin_threads(options.threads)
+    return LocalExecutor(build_engine(spec))
+
+
+@dataclass
+class EnginePool:
+    options: EngineOptions = field(default_factory=EngineOptions)
+    executors: dict[str, Executor] = field(default_factory=dict)
+    not_loaded: dict[str, str] = field(default_factory=dict)  # spec -> why it could not be started
+
+    def start(self, specs: Iterable[str], optional: Iterable[str] = ()) -> list[Executor]:
+        """Start every spec (in order). A spec in ``optional`` that cannot load is left
+        out and remembered in ``not_loaded``; any other load failure closes what was
+        started and raises."""
+        optional = set(optional)
+        started: list[Executor] = []
+        try:
+            for spec in specs:
+                try:
+                    started.append(self.get(spec))
+                except Exception as exc:  # an optional engine may fail any way it likes; it is reported
+                    if spec not in optional:
+                        raise
+                    self.not_loaded[spec] = str(exc) if isinstance(exc, VerifyError) else f"{type(exc).__name__}: {exc}"
+        except BaseException:
+            self.close()
+            raise
+        return started
+
+    def get(self, spec: str) -> Executor:
+        """The executor for ``spec``, started on first use."""
+        if spec not in self.executors:
+            self.executors[spec] = start_executor(spec, self.options)
+        return self.executors[spec]
+
+    def try_get(self, spec: str) -> Executor | str:
+        """The executor, or a line saying why it cannot be started (a status, not a crash)."""
+        if spec in self.not_loaded:
+            return self.not_loaded[spec]
+        try:
+            return self.get(spec)
+        except Exception as exc:  # package missing, bad vocabulary, a crash while loading
+            self.not_loaded[spec] = f"{type(exc).__name__}: {exc}"
+            return self.not_loaded[spec]
+
+    def identities(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for spec, ex in self.executors.items():
+            try:
+                out[spec] = ex.identity().as_dict()
+            except Exception as exc:
+                out[spec] = {"spec": spec, "identity_error": f"{type(exc).__name__}: {exc}"}
+        return out
+
+    def notes(self) -> dict[str, dict[str, Any]]:
+        """Per engine: how it ran (isolated, worker restarts) and what it reports (its run notes)."""
+        out = {spec: {"isolated": self.options.isolate, "worker_restarts": ex.restarts, **ex.run_notes()}
+               for spec, ex in self.executors.items()}
+        return out | {spec: {"not_loaded": why} for spec, why in self.not_loaded.items()}
+
+    def close(self) -> None:
+        for ex in self.executors.values():
+            try:
+                ex.close()
+            except Exception:
+                pass
+        self.executors.clear()
+
+    def __enter__(self) -> "EnginePool":
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False

@@ -1,0 +1,304 @@
+"""Shard executors: who runs the shards of a run, and where.
+
+  InlineShards   one after another in this process (``--workers 1``); the engines
+                 run as the pool options say (isolated workers, or in this process)
+  ProcessShards  N worker processes (``--workers N``), each holding every engine of
+                 the run in its own ``EnginePool``, each pulling the next shard when
+                 it is done with one. A worker that dies (an in-process engine
+                 segfaulted, the worker ran out of memory) is replaced; its shard is
+                 run again on a worker whose engines are isolated, so the sample that
+                 killed it becomes a finding; a shard that fails twice is reported
+                 failed, never counted.
+
+Both hand every ``ShardResult`` to ``on_result`` in the calling process, which
+commits it. Engines that thread internally are pinned to an even share of the
+cores (``verify.executors.threads``).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from collections import deque
+from dataclasses import dataclass, replace
+from multiprocessing.connection import wait
+from typing import Any, Callable, Sequence
+
+from verify.corpora.shards import Shard
+from verify.errors import VerifyError
+from verify.executors.notes import merge_notes
+from verify.executors.pool import EngineOptions, EnginePool
+from verify.executors.threads import pin_threads
+from verify.pipeline.shard_task import ShardResult, run_shard
+
+OnResult = Callable[[ShardResult], None]
+OnStart = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class WorkerSetup:
+    """What every worker needs to start its engines and run shards (picklable)."""
+
+    specs: tuple[str, ...]  # the reference first
+    optional: tuple[str, ...]
+    engine_options: EngineOptions
+    batch_size: int = 64
+    strict: bool = False
+
+
+@dataclass
+class Started:
+    """What the engines said when they started."""
+
+    identities: dict[str, dict[str, Any]]
+    not_loaded: dict[str, str]
+    specs: list[str]  # the engines that run, reference first
+
+
+@dataclass
+class ShardFailure:
+    index: int
+    shard_id: str
+    reason: str
+
+
+class HarnessError(Exception):
+    """A bug in the harness (not in an engine, not the user's input): exit 3."""
+
+
+class ShardError(VerifyError):
+    """A shard stopped with a user-facing error (``--strict`` and a bad record, say)."""
+
+
+def _start_pool(setup: WorkerSetup) -> tuple[EnginePool, list]:
+    pool = EnginePool(setup.engine_options)
+    executors = pool.start(setup.specs, optional=setup.optional)
+    if not executors or executors[0].spec != setup.specs[0]:
+        pool.close()
+        raise VerifyError(f"the reference '{setup.specs[0]}' did not start")
+    return pool, executors
+
+
+class InlineShards:
+    def __init__(self, setup: WorkerSetup):
+        self.setup = setup
+        self.pool: EnginePool | None = None
+        self.executors: list = []
+        self.failures: list[ShardFailure] = []  # never any: a failure here ends the run
+        self.events: list[str] = []
+
+    def start(self) -> Started:
+        self.pool, self.executors = _start_pool(self.setup)
+        return Started(self.pool.identities(), dict(self.pool.not_loaded), [ex.spec for ex in self.executors])
+
+    def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
+        for index, shard in tasks:
+            on_start(index)
+            on_result(run_shard(index, shard, self.executors, batch_size=self.setup.batch_size,
+                                strict=self.setup.strict, worker="inline"))
+
+    def notes(self) -> dict[str, dict[str, Any]]:
+        return self.pool.notes() if self.pool else {}
+
+    def close(self) -> None:
+        if self.pool:
+            self.pool.close()
+
+
+# --- worker processes ---------------------------------------------------------------
+
+def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
+    pin_threads(setup.engine_options.threads)
+    try:
+        pool, executors = _start_pool(setup)
+    except BaseException as exc:
+        conn.send(("load-failed", str(exc) if isinstance(exc, VerifyError) else f"{type(exc).__name__}: {exc}",
+                   isinstance(exc, VerifyError)))
+        return
+    try:
+        conn.send(("ready", pool.identities(), dict(pool.not_loaded), [ex.spec for ex in executors]))
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                return  # the driver is gone
+            if message[0] == "shard":
+                _, index, shard = message
+                try:
+                    result = run_shard(index, shard, executors, batch_size=setup.batch_size, strict=setup.strict,
+                                       worker=name)
+                    conn.send(("result", result))
+                except VerifyError as exc:
+                    conn.send(("shard-error", index, str(exc), True))
+                except Exception:
+                    conn.send(("shard-error", index, traceback.format_exc(limit=8), False))
+            elif message[0] == "notes":
+                conn.send(("notes", pool.notes()))
+            elif message[0] == "close":
+                return
+    except KeyboardInterrupt:
+        return
+    finally:
+        pool.close()
+
+
+@dataclass
+class _Worker:
+    name: str
+    proc: Any
+    conn: Any
+    setup: WorkerSetup
+    task: tuple[int, Shard] | None = None
+    ready: bool = False
+
+    @property
+    def isolated(self) -> bool:
+        return self.setup.engine_options.isolate
+
+
+class ProcessShards:
+    def __init__(self, setup: WorkerSetup, workers: int):
+        self.setup = setup
+        self.count = max(1, workers)
+        self._ctx = mp.get_context("spawn")
+        self._workers: list[_Worker] = []
+        self._started: Started | None = None
+        self._serial = 0
+        self.failures: list[ShardFailure] = []
+        self.events: list[str] = []  # worker deaths and retries, for the manifest
+
+    def _spawn(self, setup: WorkerSetup) -> _Worker:
+        parent, child = self._ctx.Pipe()
+        self._serial += 1
+        name = f"worker-{self._serial}"
+        # not a daemon: a worker starts its own engine worker processes; it exits when the driver
+        # goes away (its pipe closes), and close() kills what is left
+        proc = self._ctx.Process(target=_worker_main, args=(child, setup, name), daemon=False, name=name)
+        proc.start()
+        child.close()
+        worker = _Worker(name, proc, parent, setup)
+        self._workers.append(worker)
+        return worker
+
+    def _await_ready(self, worker: _Worker) -> Started:
+        try:
+            message = worker.conn.recv()
+        except (EOFError, OSError):
+            worker.proc.join(5)
+            raise VerifyError(f"a worker died while starting its engines (exit code {worker.proc.exitcode})") from None
+        if message[0] == "load-failed":
+            _, text, expected = message
+            raise VerifyError(text) if expected else HarnessError(f"worker failed to start: {text}")
+        _, identities, not_loaded, specs = message
+        worker.ready = True
+        return Started(identities, not_loaded, specs)
+
+    def start(self) -> Started:
+        """Start every worker; each loads every engine. All must agree on what loaded."""
+        try:
+            for _ in range(self.count):
+                self._spawn(self.setup)
+            for worker in self._workers:
+                started = self._await_ready(worker)
+                if self._started is None:
+                    self._started = started
+                elif started.specs != self._started.specs:
+                    raise HarnessError(f"workers loaded different engines ({started.specs} vs {self._started.specs})")
+        except BaseException:
+            self.close()
+            raise
+        return self._started
+
+    def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
+        pending = deque(tasks)
+        retry: deque = deque()  # shards whose worker died: only for workers with isolated engines
+        attempts: dict[int, int] = {}
+        while pending or retry or any(w.task for w in self._workers):
+            for worker in self._workers:
+                queue = retry if retry and worker.isolated else pending
+                if worker.task is None and worker.ready and queue:
+                    worker.task = queue.popleft()
+                    attempts[worker.task[0]] = attempts.get(worker.task[0], 0) + 1
+                    on_start(worker.task[0])
+                    worker.conn.send(("shard", *worker.task))
+            busy = [w for w in self._workers if w.task is not None]
+            ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=5.0)
+            for worker in busy:
+                if worker.conn in ready:
+                    try:
+                        message = worker.conn.recv()
+                    except (EOFError, OSError):
+                        message = None
+                    if message is not None:
+                        self._handle(worker, message, on_result)
+                        continue
+                if worker.task is not None and (worker.proc.sentinel in ready or not worker.proc.is_alive()):
+                    self._replace(worker, retry, attempts)
+
+    def _handle(self, worker: _Worker, message, on_result: OnResult) -> None:
+        if message[0] == "result":
+            worker.task = None
+            on_result(message[1])
+        elif message[0] == "shard-error":
+            _, index, text, expected = message
+            worker.task = None
+            if expected:
+                raise ShardError(text)
+            raise HarnessError(f"shard {index} failed in {worker.name}: {text}")
+
+    def _replace(self, worker: _Worker, retry: deque, attempts: dict[int, int]) -> None:
+        """A worker died holding a shard: replace it by one whose engines are isolated and
+        run the shard again there, so the sample that killed it becomes a finding."""
+        index, shard = worker.task
+        worker.proc.join(5)
+        code = worker.proc.exitcode
+        self._workers.remove(worker)
+        worker.conn.close()
+        isolated = replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True))
+        self._await_ready(self._spawn(isolated))
+        if attempts[index] >= 2:
+            self.failures.append(ShardFailure(index, shard.id, f"its worker died twice (exit code {code})"))
+            self.events.append(f"{worker.name} died (exit code {code}) on shard {shard.id} again: shard failed")
+        else:
+            retry.append((index, shard))
+            self.events.append(f"{worker.name} died (exit code {code}) on shard {shard.id}: "
+                               "retried with isolated engines")
+
+    def notes(self) -> dict[str, dict[str, Any]]:
+        collected = []
+        for worker in self._workers:
+            if not worker.proc.is_alive():
+                continue
+            try:
+                worker.conn.send(("notes",))
+                if worker.conn.poll(60):
+                    message = worker.conn.recv()
+                    if message[0] == "notes":
+                        collected.append(message[1])
+            except (EOFError, OSError):
+                continue
+        return merge_notes(collected)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            try:
+                worker.conn.send(("close",))
+            except (BrokenPipeError, OSError):
+                pass
+        for worker in self._workers:
+            worker.proc.join(10)
+            if worker.proc.is_alive():
+                worker.proc.kill()
+                worker.proc.join(5)
+        self._workers.clear()
+
+
+def make_shard_executor(setup: WorkerSetup, workers: int):
+    if workers <= 1:
+        return InlineShards(setup)
+    return ProcessShards(setup, workers)
+
+
+def default_workers() -> int:
+    return os.cpu_count() or 1

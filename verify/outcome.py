@@ -1,0 +1,72 @@
+"""What one engine did with one sample, and whether two such results agree.
+
+An outcome is exactly one of
+  ids       a 1-D uint32 NumPy array of token ids
+  Failure   the engine returned no ids: ``error`` (it raised), ``crash`` (its worker
+            died), ``timeout`` (it did not answer in time), with type and message
+  Skipped   the engine was not asked, because it declares it cannot handle the
+            sample (special-token segments for an engine without special tokens)
+
+``agree(a, b)`` is the one definition of agreement used everywhere (the run loop,
+triage, the Unicode sweep, metamorphic checks, regression replay): two id arrays
+that are equal. A failure or a skip never agrees with anything, not even with
+another failure: where nothing was compared, nothing was verified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+
+FAILURE_KINDS = ("error", "crash", "timeout")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An engine that returned no ids for a sample."""
+
+    kind: str  # "error" | "crash" | "timeout"
+    type: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"type": self.type, "message": self.message[:2000]}
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The engine was not asked: it declares it cannot handle this sample."""
+
+    reason: str
+
+
+SKIPPED = Skipped("the engine does not honour allow_special and the sample has special-token segments")
+
+Outcome = Union[np.ndarray, Failure, Skipped]
+
+
+def is_ids(outcome: object) -> bool:
+    return isinstance(outcome, np.ndarray)
+
+
+def agree(a: object, b: object) -> bool:
+    """True only for two id arrays with the same length and the same ids."""
+    return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+            and a.shape == b.shape and bool(np.array_equal(a, b)))
+
+
+def differ(a: object, b: object) -> bool:
+    """True for two id arrays that are not equal (a divergence, as opposed to a failure)."""
+    return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and not agree(a, b)
+
+
+def state_of(outcome: object) -> str:
+    """The per-engine state of an outcome that is not compared: verified (it gave ids),
+    one of the failure kinds, or skipped."""
+    if isinstance(outcome, Failure):
+        return outcome.kind
+    if isinstance(outcome, Skipped):
+        return "skipped"
+    return "verified"

@@ -1,0 +1,106 @@
+"""The run plan (``OUT/plan.json``, schema ``verify.plan/1``): everything that decides a
+run's results, written before the first shard runs.
+
+``--resume OUT`` reads it back. A resumed run must be the same run: the same
+engines (same identities, so an upgraded package is refused), the same corpora
+cut into the same shards, the same output-changing options. Only how the work is
+spread (``--workers``, ``--executor``) and what happens after the shards
+(``--minimize-budget``) may differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verify.corpora.shards import Shard
+from verify.errors import UsageError
+from verify.keys import KEYS_VERSION, engine_key
+
+SCHEMA = "verify.plan/1"
+PLAN_FILE = "plan.json"
+
+# Options that change what a shard's result is; a resume must not change them.
+OUTPUT_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
+                  "timeout_s", "memory_limit_mb")
+
+
+@dataclass
+class RunPlan:
+    reference: str
+    requested: list[str]  # the candidates as asked for (``all`` included)
+    candidates: list[str]  # what that expands to; once started, the ones that loaded
+    optional: list[str]  # swept in by --candidate all: left out (and reported) when they do not load
+    corpora: list[str]
+    sources: list[dict[str, Any]]
+    shards: list[Shard]
+    options: dict[str, Any]  # OUTPUT_OPTIONS
+    identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, once started
+    not_loaded: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def specs(self) -> list[str]:
+        return [self.reference, *self.candidates]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "keys_version": KEYS_VERSION, "reference": self.reference,
+                "requested": self.requested, "candidates": self.candidates, "optional": self.optional, "corpora": self.corpora,
+                "sources": self.sources, "options": self.options, "identities": self.identities,
+                "not_loaded": self.not_loaded,
+                "shards": [s.to_json() for s in self.shards]}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> "RunPlan":
+        return cls(reference=doc["reference"], requested=list(doc["requested"]), candidates=list(doc["candidates"]), optional=list(doc["optional"]),
+                   corpora=list(doc["corpora"]), sources=list(doc["sources"]),
+                   shards=[Shard.from_json(s) for s in doc["shards"]], options=dict(doc["options"]),
+                   identities=dict(doc.get("identities", {})), not_loaded=dict(doc.get("not_loaded", {})))
+
+    def save(self, out: Path) -> None:
+        path = out / PLAN_FILE
+        tmp = path.with_name(f".{PLAN_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def load_plan(out: Path) -> RunPlan:
+    path = out / PLAN_FILE
+    if not path.is_file():
+        raise UsageError(f"--resume {out}: no {PLAN_FILE} there (not a verify run directory, or it never started)")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--resume {out}: unreadable {PLAN_FILE} ({exc})") from None
+    if doc.get("schema") != SCHEMA or doc.get("keys_version") != KEYS_VERSION:
+        raise UsageError(f"--resume {out}: the run was written by another harness version "
+                         f"({doc.get('schema')}, keys {doc.get('keys_version')}); start a new run")
+    return RunPlan.from_json(doc)
+
+
+def check_same_run(saved: RunPlan, fresh: RunPlan, out: Path) -> None:
+    """Refuse (one line) to resume ``saved`` with anything that would change its results."""
+    def refuse(what: str, was: Any, now: Any) -> None:
+        raise UsageError(f"--resume {out}: the run used {what} {was!r}, this command asks for {now!r}; "
+                         "results would mix, so start a new run (another --out) instead")
+
+    for name, flag in (("reference", "--reference"), ("requested", "--candidate"), ("corpora", "--corpus")):
+        if getattr(saved, name) != getattr(fresh, name):
+            refuse(flag, getattr(saved, name), getattr(fresh, name))
+    for name in OUTPUT_OPTIONS:
+        if saved.options.get(name) != fresh.options.get(name):
+            refuse(f"{name}=", saved.options.get(name), fresh.options.get(name))
+    if [s.id for s in saved.shards] != [s.id for s in fresh.shards]:
+        raise UsageError(f"--resume {out}: the corpus is no longer cut into the same shards (files added, "
+                         "removed or resized since the run started); start a new run")
+
+
+def check_same_engines(saved: dict[str, dict[str, Any]], now: dict[str, dict[str, Any]], out: Path) -> None:
+    for spec, identity in saved.items():
+        if spec in now and engine_key(identity) != engine_key(now[spec]):
+            before = f"{identity.get('package')} {identity.get('package_version')}, fingerprint {identity.get('fingerprint')}"
+            after = f"{now[spec].get('package')} {now[spec].get('package_version')}, fingerprint {now[spec].get('fingerprint')}"
+            raise UsageError(f"--resume {out}: engine '{spec}' changed since the run started ({before} -> {after}); "
+                             "start a new run")

@@ -1,0 +1,116 @@
+"""Committed shard results under ``OUT/shards/``.
+
+A shard is committed when its marker ``NNNNNN.json`` (schema ``verify.shard/1``:
+the shard id, its counts, how many findings) exists; its findings are in
+``NNNNNN.findings.jsonl``, written (to a temporary name, then renamed) before the
+marker, and large inputs in ``OUT/inputs/``. Both renames are atomic, so after a
+kill -9 a shard is either committed whole or not at all, and a re-run of an
+uncommitted shard simply replaces what it had left. ``started.log`` lists every
+shard ever handed to a worker, so a resume can say how many it redid.
+
+Only the driver writes here, from results the workers hand back. Later stages
+read committed results only: ``records`` yields every committed finding in plan
+order, ``merge`` writes them as ``OUT/divergences.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from verify import jsonl
+from verify.counts import Counts
+from verify.findings import read_findings, write_stored_input
+from verify.pipeline.shard_task import ShardResult
+
+SHARD_SCHEMA = "verify.shard/1"
+SHARDS_DIR = "shards"
+STARTED_LOG = "started.log"
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class ShardStore:
+    def __init__(self, out: Path):
+        self.out = Path(out)
+        self.dir = self.out / SHARDS_DIR
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _marker(self, index: int) -> Path:
+        return self.dir / f"{index:06d}.json"
+
+    def _findings(self, index: int) -> Path:
+        return self.dir / f"{index:06d}.findings.jsonl"
+
+    # --- writing ---------------------------------------------------------------
+    def mark_started(self, index: int) -> None:
+        with open(self.dir / STARTED_LOG, "a", encoding="utf-8") as fh:
+            fh.write(f"{index}\n")
+
+    def commit(self, result: ShardResult) -> None:
+        for stored in result.stored_inputs:
+            write_stored_input(self.out, stored)
+        findings = self._findings(result.index)
+        if result.records:
+            _atomic_write(findings, "".join(jsonl.line(r) for r in result.records))
+        elif findings.exists():
+            findings.unlink()  # left by an earlier, uncommitted attempt
+        marker = {"schema": SHARD_SCHEMA, "index": result.index, "shard_id": result.shard_id,
+                  "counts": result.counts.as_dict(), "findings": len(result.records),
+                  "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}
+        _atomic_write(self._marker(result.index), jsonl.line(marker))
+
+    # --- reading ---------------------------------------------------------------
+    def committed(self, shard_ids: list[str]) -> dict[int, dict[str, Any]]:
+        """Markers of the committed shards of a plan (by index), checked against its shard ids."""
+        done: dict[int, dict[str, Any]] = {}
+        for index, shard_id in enumerate(shard_ids):
+            path = self._marker(index)
+            if not path.exists():
+                continue
+            try:
+                marker = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, json.JSONDecodeError):
+                continue  # cannot happen with atomic renames; treat as not committed
+            if marker.get("schema") == SHARD_SCHEMA and marker.get("shard_id") == shard_id:
+                done[index] = marker
+        return done
+
+    def started(self) -> set[int]:
+        path = self.dir / STARTED_LOG
+        if not path.exists():
+            return set()
+        return {int(line) for line in path.read_text(encoding="utf-8").split() if line.strip().isdigit()}
+
+    def totals(self, markers: dict[int, dict[str, Any]]) -> Counts:
+        total = Counts()
+        for index in sorted(markers):
+            total.add(Counts.from_dict(markers[index]["counts"]))
+        return total
+
+    def records(self, markers: dict[int, dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        for index in sorted(markers):
+            if markers[index]["findings"]:
+                yield from read_findings(self._findings(index))
+
+    def merge(self, markers: dict[int, dict[str, Any]], path: Path) -> int:
+        """Write every committed finding, in plan order, to ``path`` (atomically)."""
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        n = 0
+        with open(tmp, "w", encoding="utf-8") as out:
+            for index in sorted(markers):
+                if not markers[index]["findings"]:
+                    continue
+                with open(self._findings(index), encoding="utf-8") as fh:
+                    for line in fh:
+                        out.write(line)
+                        n += 1
+        os.replace(tmp, path)
+        return n
