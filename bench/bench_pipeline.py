@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 REFERENCE, CANDIDATE = "tiktoken:cl100k_base", "hf:cl100k_base"
+THREADS = None
 
 
 def _raw_worker(conn, threads: int, isolate: bool) -> None:
@@ -62,7 +63,7 @@ def raw(shards, workers: int, isolate: bool) -> float:
     from verify.executors.threads import threads_per_worker
 
     ctx = mp.get_context("spawn")
-    threads = threads_per_worker(workers)
+    threads = THREADS or threads_per_worker(workers)
     conns, procs = [], []
     for _ in range(workers):
         parent, child = ctx.Pipe()

@@ -22,7 +22,7 @@ from verify.errors import ConfigError
 from verify.vocab import convert
 from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import ResolvedVocab, cache_dir
-from verify.vocab.tiktoken_family import build_encoding
+from verify.vocab.tiktoken_family import build_encoding, encoding_name
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
@@ -62,6 +62,10 @@ def tokenizer_json_path(vocab: ResolvedVocab, options: dict, adapter: str) -> Pa
     """A local tokenizer.json for ``vocab``: the file itself for an hf-json vocabulary,
     the converted equivalent for a tiktoken one (``?encoding=`` honoured)."""
     if vocab.kind == "tiktoken":
+        cached = convert.converted_tokenizer_path(cache_dir(), vocab.sha256,
+                                                  encoding_name(vocab, options.get("encoding")))
+        if cached.is_file():  # converted before: no need to load the ranks again
+            return cached
         return converted_tokenizer_json(build_encoding(vocab, options.get("encoding")), vocab.sha256)
     if vocab.kind == "hf-json":
         return Path(vocab.path)

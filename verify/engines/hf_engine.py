@@ -48,7 +48,8 @@ class HFEngine(Adapter):
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
         self.tokenizer, self.vocab_name, self.vocab_sha256 = load_tokenizer_for(target, self.options)
-        self._byte_level = has_byte_level_decoder(json.loads(self.tokenizer.to_str()))
+        decoder = self.tokenizer.decoder  # its own JSON only, not the whole tokenizer's
+        self._byte_level = has_byte_level_decoder({"decoder": json.loads(decoder.__getstate__()) if decoder else None})
         self._mode_lock = threading.Lock()
         self._added = {i: t.content.encode() for i, t in self.tokenizer.get_added_tokens_decoder().items()}
 

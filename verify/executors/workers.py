@@ -21,7 +21,7 @@ import multiprocessing as mp
 import os
 import traceback
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
 from typing import Any, Callable, Sequence
 
@@ -33,6 +33,7 @@ from verify.executors.threads import pin_threads
 from verify.pipeline.shard_task import ShardResult, run_shard
 
 OnResult = Callable[[ShardResult], None]
+PREFETCH = 2  # shards in flight per worker: the next one waits in its pipe while the driver commits
 OnStart = Callable[[int], None]
 
 
@@ -149,7 +150,7 @@ class _Worker:
     proc: Any
     conn: Any
     setup: WorkerSetup
-    task: tuple[int, Shard] | None = None
+    tasks: deque = field(default_factory=deque)  # shards handed to it, oldest (the one it runs) first
     ready: bool = False
 
     @property
@@ -213,16 +214,18 @@ class ProcessShards:
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
         pending = deque(tasks)
         retry: deque = deque()  # shards whose worker died: only for workers with isolated engines
-        attempts: dict[int, int] = {}
-        while pending or retry or any(w.task for w in self._workers):
+        deaths: dict[int, int] = {}
+        while pending or retry or any(w.tasks for w in self._workers):
             for worker in self._workers:
-                queue = retry if retry and worker.isolated else pending
-                if worker.task is None and worker.ready and queue:
-                    worker.task = queue.popleft()
-                    attempts[worker.task[0]] = attempts.get(worker.task[0], 0) + 1
-                    on_start(worker.task[0])
-                    worker.conn.send(("shard", *worker.task))
-            busy = [w for w in self._workers if w.task is not None]
+                while worker.ready and len(worker.tasks) < PREFETCH:
+                    queue = retry if retry and worker.isolated else pending
+                    if not queue:
+                        break
+                    task = queue.popleft()
+                    worker.tasks.append(task)
+                    on_start(task[0])
+                    worker.conn.send(("shard", *task))
+            busy = [w for w in self._workers if w.tasks]
             ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=5.0)
             for worker in busy:
                 if worker.conn in ready:
@@ -233,31 +236,34 @@ class ProcessShards:
                     if message is not None:
                         self._handle(worker, message, on_result)
                         continue
-                if worker.task is not None and (worker.proc.sentinel in ready or not worker.proc.is_alive()):
-                    self._replace(worker, retry, attempts)
+                if worker.tasks and (worker.proc.sentinel in ready or not worker.proc.is_alive()):
+                    self._replace(worker, pending, retry, deaths)
 
     def _handle(self, worker: _Worker, message, on_result: OnResult) -> None:
         if message[0] == "result":
-            worker.task = None
+            worker.tasks.popleft()
             on_result(message[1])
         elif message[0] == "shard-error":
             _, index, text, expected = message
-            worker.task = None
+            worker.tasks.popleft()
             if expected:
                 raise ShardError(text)
             raise HarnessError(f"shard {index} failed in {worker.name}: {text}")
 
-    def _replace(self, worker: _Worker, retry: deque, attempts: dict[int, int]) -> None:
-        """A worker died holding a shard: replace it by one whose engines are isolated and
-        run the shard again there, so the sample that killed it becomes a finding."""
-        index, shard = worker.task
+    def _replace(self, worker: _Worker, pending: deque, retry: deque, deaths: dict[int, int]) -> None:
+        """A worker died running a shard: replace it by one whose engines are isolated and
+        run the shard again there, so the sample that killed it becomes a finding. Shards
+        that waited behind it go back to the front of the queue."""
+        (index, shard), *waiting = worker.tasks
+        pending.extendleft(reversed(waiting))
         worker.proc.join(5)
         code = worker.proc.exitcode
         self._workers.remove(worker)
         worker.conn.close()
         isolated = replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True))
         self._await_ready(self._spawn(isolated))
-        if attempts[index] >= 2:
+        deaths[index] = deaths.get(index, 0) + 1
+        if deaths[index] >= 2:
             self.failures.append(ShardFailure(index, shard.id, f"its worker died twice (exit code {code})"))
             self.events.append(f"{worker.name} died (exit code {code}) on shard {shard.id} again: shard failed")
         else:

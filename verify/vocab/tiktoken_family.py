@@ -39,18 +39,30 @@ def load_ranks(vocab: ResolvedVocab) -> dict[bytes, int]:
     return load_tiktoken_bpe(str(vocab.path), expected_hash=vocab.sha256)
 
 
-def build_encoding(vocab: ResolvedVocab, encoding_name: str | None = None):
-    import tiktoken
-
+def family_name(vocab: ResolvedVocab, encoding_name: str | None = None) -> str:
+    """The tiktoken family (split pattern, specials) of a ranks file: the option, or the known vocabulary's."""
     name = encoding_name or (vocab.spec.tiktoken_encoding if vocab.spec else None)
     if not name:
         raise ConfigError(
             f"vocabulary {vocab.path} is a bare ranks file: say which split pattern and special tokens "
             "it uses with the option encoding=NAME (e.g. ?encoding=cl100k_base)"
         )
+    return name
+
+
+def encoding_name(vocab: ResolvedVocab, encoding_name: str | None = None) -> str:
+    """The name ``build_encoding`` gives the encoding (known without loading the ranks)."""
+    name = family_name(vocab, encoding_name)
+    return vocab.name if vocab.spec else f"{name}@{vocab.path.name}"
+
+
+def build_encoding(vocab: ResolvedVocab, encoding_name_option: str | None = None):
+    import tiktoken
+
+    name = family_name(vocab, encoding_name_option)
     family = family_definition(name)
     return tiktoken.Encoding(
-        name=vocab.name if vocab.spec else f"{name}@{vocab.path.name}",
+        name=encoding_name(vocab, encoding_name_option),
         pat_str=family["pat_str"],
         mergeable_ranks=load_ranks(vocab),
         special_tokens=family["special_tokens"],
