@@ -238,11 +238,14 @@ def test_check_command_clean_engine_exits_0(tmp_path, planted, corpus):
     proc = run_cli("check", "--engine", f"{planted}:correct", "--corpus", str(corpus), "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads((out / "check.json").read_text())
-    assert report["counts"]["samples"] == len(TEXTS) and sum(report["counts"]["violations"].values()) == 0
+    stress = report["stress"]  # on by default: big batches and threshold inputs after the corpus
+    assert stress["samples"] > 100_000 and stress["threshold"]["ended"] == "done" and not stress["violations"]
+    assert report["counts"]["samples"] == len(TEXTS) + stress["samples"]
+    assert sum(report["counts"]["violations"].values()) == 0 and report["counts"]["checked"]["stress"] > 100_000
     assert report["engine"]["spec"] == f"{planted}:correct"
     assert (out / "divergences.jsonl").read_text() == ""
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["complete"] and manifest["counts"]["verified"] == len(TEXTS)
+    assert manifest["complete"] and manifest["counts"]["verified"] == len(TEXTS) + stress["samples"]
     assert manifest["reference"]["spec"] == f"{planted}:correct"
     assert manifest["engine_notes"][f"{planted}:correct"]["isolated"] is True  # crash isolation by default
     assert (out / "summary.md").read_text().startswith("# verify check: PASS")
@@ -251,7 +254,7 @@ def test_check_command_clean_engine_exits_0(tmp_path, planted, corpus):
 def test_check_command_finds_hidden_state_exits_1(tmp_path, planted, corpus):
     out = tmp_path / "out"
     proc = run_cli("check", "--engine", f"{planted}:sticky", "--corpus", str(corpus), "--out", str(out),
-                   "--limit", "5")
+                   "--limit", "5", "--no-stress")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     records = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
     assert len(records) == 5 and {r["check"] for r in records} == {"history"}
@@ -263,7 +266,7 @@ def test_check_command_reports_a_bad_record_and_goes_on(tmp_path, planted, write
     corpus = write_jsonl([{"id": "a", "text": TEXTS[0]}, {"id": "b", "text": None}, {"id": "c", "text": TEXTS[1]}])
     out = tmp_path / "out"
     proc = run_cli("check", "--engine", f"{planted}:correct", "--corpus", str(corpus), "--out", str(out),
-                   "--in-process")
+                   "--in-process", "--no-stress")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 bad records" in proc.stdout
     (record,) = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]

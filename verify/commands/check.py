@@ -2,7 +2,10 @@
 
 Properties (see ``verify.adversarial.metamorphic``): repeat, history (fresh vs
 warmed engine), batch vs single, 1 vs 4 threads, decode roundtrip (byte-level
-engines that can decode). The fresh and the warm engine are two executors of
+engines that can decode), and ``stress`` (``verify.adversarial.stress_check``: a
+batch of 10^4-10^5 short samples in one call against single calls, inputs across
+the 25,000 / 400,000-character chunking thresholds; after the corpus, bounded by
+``--stress-budget``). The fresh and the warm engine are two executors of
 the one spec, each from its own ``EnginePool`` (isolated workers by default, so
 a crash or hang is a finding, not the end of the check). Writes
 ``OUT/divergences.jsonl`` (one finding per violation, with a ``check`` field; a
@@ -23,7 +26,7 @@ import time
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_corpus_options, add_limit_option, add_out_option, add_pool_options,
                                      check_positive, engine_options, out_dir)
-from verify.errors import CorpusError
+from verify.errors import CorpusError, UsageError
 
 DEFAULT_CORPUS = "smoke"
 
@@ -38,23 +41,32 @@ def add_parser(sub) -> None:
     p.add_argument("--batch-size", type=int, default=32, metavar="N")
     p.add_argument("--check", action="append", choices=CHECKS, help="only these checks (repeatable; default all)")
     p.add_argument("--no-roundtrip", action="store_true", help="skip the decode roundtrip check")
+    p.add_argument("--no-stress", action="store_true", help="skip the stress check")
+    p.add_argument("--stress-budget", type=float, default=None, metavar="S",
+                   help="seconds for the stress check (default 60)")
     add_out_option(p, "check")
     add_pool_options(p)
 
 
 def run(args) -> int:
     from verify.adversarial.metamorphic import CHECKS, MetamorphicChecker
+    from verify.adversarial.stress_check import DEFAULT_BUDGET_S, StressCheck
     from verify.corpora import open_corpus
     from verify.executors.pool import EnginePool
     from verify.job import CommandJob
 
     check_positive(args.limit, "--limit")
     check_positive(args.batch_size, "--batch-size")
+    stress_budget = DEFAULT_BUDGET_S if args.stress_budget is None else args.stress_budget
+    if stress_budget <= 0:
+        raise UsageError("--stress-budget must be positive")
     options = engine_options(args)
     out = out_dir(args, "check")
     corpora = args.corpus or [DEFAULT_CORPUS]
     sources = [open_corpus(c, args.text_field or "text", args.id_field or "id") for c in corpora]
-    checks = tuple(args.check or CHECKS)
+    checks = tuple(c for c in args.check or CHECKS if not (args.no_stress and c == "stress"))
+    if not checks:
+        raise UsageError("--no-stress leaves no check to run")
     started = time.time()
     with CommandJob("check", out, args.argv, options) as job:
         job.reference = args.engine
@@ -71,11 +83,16 @@ def run(args) -> int:
                 if args.limit is not None:
                     records = itertools.islice(records, args.limit)
                 checker.run(records, args.batch_size, source=source.name)
+            corpus_samples = checker.counts.samples
+            stress = None
+            if "stress" in checks:
+                checker.source = "stress"
+                stress = StressCheck(checker, budget_s=stress_budget).run()
             job.extra["check"] = {"checks": list(checks), "roundtrip_checked": bool(checker.roundtrip) and
-                                  "roundtrip" in checks, "counts": checker.counts.as_dict(),
+                                  "roundtrip" in checks, "counts": checker.counts.as_dict(), "stress": stress,
                                   "warm_engine_notes": warm_pool.notes().get(args.engine, {})}
         totals = checker.counts
-        if totals.samples == 0:
+        if corpus_samples == 0:
             raise CorpusError(f"the corpus produced no samples ({', '.join(corpora)})")
         report = {
             "schema": "verify.check/1",
@@ -87,6 +104,7 @@ def run(args) -> int:
             "started": started,
             "finished": time.time(),
             "counts": totals.as_dict() | {"bad_records": checker.tally.bad_records},
+            "stress": stress,
         }
         (out / "check.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     viol = ", ".join(f"{k} {totals.violations[k]}/{totals.checked[k]}" for k in checks

@@ -1,6 +1,8 @@
 """`verify fuzz`: differential fuzzing of candidate engines against a reference.
 
-Hypothesis-driven by default (``verify.adversarial.fuzz``); ``--atheris`` runs the
+Hypothesis-driven by default (``verify.adversarial.fuzz``), followed by a stress
+phase of serving-shaped inputs (``--no-stress`` skips it); ``--allowlist FILE``
+names accepted clusters (``verify.allowlist``); ``--atheris`` runs the
 coverage-guided libFuzzer target ``verify.adversarial.atheris_target`` instead."""
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ def add_parser(sub) -> None:
                    help=f"stop searching after S seconds (default {DEFAULT_BUDGET_S:g})")
     p.add_argument("--seed", type=int, metavar="N", help="random seed, for a reproducible search")
     p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS, metavar="N",
-                   help="findings per engine (distinct signatures) before it leaves the pool (default %(default)s)")
+                   help="distinct clusters found per engine before it leaves the pool; findings of a cluster "
+                        "already found are counted, not written (default %(default)s)")
+    p.add_argument("--allowlist", type=Path, metavar="FILE",
+                   help="TOML [[allow]] rows (engine regex, cluster regex, reason, optional expires): clusters "
+                        "they accept are counted but not reported")
+    p.add_argument("--no-stress", action="store_true",
+                   help="skip the stress phase (batches of 10^4-10^5 short samples in one call, inputs across "
+                        "the 25,000 / 400,000-character chunking thresholds)")
     p.add_argument("--database", type=Path, metavar="DIR",
                    help="hypothesis example database (default adversarial/hypothesis in the project)")
     add_pool_options(p)
@@ -47,6 +56,13 @@ def run(args) -> int:
         raise UsageError("--atheris always runs engines in-process; drop --in-process")
     if args.atheris and args.database is not None:
         raise UsageError("--database is for hypothesis; atheris keeps its corpus in OUT/atheris-corpus")
+    if args.atheris and (args.allowlist is not None or args.no_stress):
+        raise UsageError("--allowlist and --no-stress are for the hypothesis fuzzer, not --atheris")
+    allowlist = None
+    if args.allowlist is not None:
+        from verify.allowlist import load_allowlist
+
+        allowlist = load_allowlist(args.allowlist)
     reference, candidates = reference_and_candidates(args)
     out = out_dir(args, "fuzz")
     if args.atheris:
@@ -59,18 +75,30 @@ def run(args) -> int:
 
     result = fuzz(reference, candidates, out_dir=out, max_examples=args.max_examples, budget_s=args.budget,
                   seed=args.seed, database_dir=args.database or DEFAULT_DATABASE, engine=options,
-                  max_findings=args.max_findings, argv=args.argv)
+                  max_findings=args.max_findings, argv=args.argv, allowlist=allowlist, stress=not args.no_stress)
     c = result.counts
     for record in result.findings:
         print(f"{record['kind']}: {record['engine']} on {_reproducer(record)}")
-    print(f"{c.samples} examples ({c.states['verified']} agreed), {len(result.findings)} findings -> {result.out}")
+    masked = [cl for cl in result.clusters if cl["masked"]]
+    hidden = f", {sum(cl['masked'] for cl in masked)} masked in {len(masked)} known clusters" if masked else ""
+    print(f"{c.samples} examples ({c.states['verified']} agreed), {len(result.findings)} findings{hidden} "
+          f"-> {result.out}")
     return EXIT_FINDINGS if result.found else EXIT_OK
 
 
 def _reproducer(record: dict) -> str:
+    stress = record.get("stress") or {}
+    if stress.get("shape") == "threshold":
+        return (f"a {stress['length']}-character input ({stress['probe']} at {stress['at']}, cut {stress['cut']}, "
+                f"unit {stress['unit']!r}) [{record.get('input_file') or 'inline'}]")
+    if stress.get("shape") == "big-batch":
+        where = f"sample {stress['index']} of a {stress['size']}-sample batch"
+    else:
+        where = ""
     if "input" not in record:
         return record.get("input_file", "?")
     segments = record["input"]
     if len(segments) == 1 and not segments[0][1]:
-        return ascii(segments[0][0])
+        text = ascii(segments[0][0])
+        return f"{text} ({where})" if where else text
     return ascii([tuple(s) for s in segments])

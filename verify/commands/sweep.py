@@ -1,9 +1,11 @@
 """`verify sweep`: every installed engine against each reference vocabulary, in one command.
 
-For each reference (default: the four families our users ship) it runs
-`verify run --reference R --candidate all` on the same corpus into OUT/<R>/ and
-writes OUT/sweep.md, one table row per engine: the table in docs/sweep.md comes
-from here.
+For each reference (default: every reference vocabulary that loads offline) it runs
+`verify run --reference R --candidate all` on the same corpus into OUT/<R>/ and, with
+``--unicode``, `verify unicode --reference R --candidate all` into OUT/<R>/unicode/
+(the reference encodes each probe pack once for all its candidates), and writes
+OUT/sweep.md: one table row per engine and, with ``--unicode``, one per engine for the
+Unicode sweep. The tables in docs/sweep.md and docs/unicode.md come from here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import add_pool_options, default_out, engine_options
 from verify.errors import UsageError
 
-DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "hf-deepseek-v3", "tekken-tekken"]
+DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "tiktoken-p50k", "hf-deepseek-v3", "hf-anthropic",
+                      "tekken-tekken", "sentencepiece-spm-v3"]
 
 
 def add_parser(sub) -> None:
@@ -28,6 +31,8 @@ def add_parser(sub) -> None:
     add_pool_options(p)
     p.add_argument("--minimize-budget", type=float, default=60.0, metavar="S",
                    help="seconds per reference for clustering and minimising findings (0 disables)")
+    p.add_argument("--unicode", action="store_true", help="also sweep every code point for every candidate")
+    p.add_argument("--unicode-only", action="store_true", help="only the Unicode sweeps, no corpus runs")
     p.add_argument("--no-progress", action="store_true")
 
 
@@ -40,8 +45,19 @@ def run(args) -> int:
     engine = engine_options(args)
     out = args.out or default_out("sweep")
     rows: list[str] = []
+    unicode_rows: list[str] = []
     clean = True
     for reference in args.reference or DEFAULT_REFERENCES:
+        if args.unicode or args.unicode_only:
+            from verify.commands.unicode import unicode_job
+
+            results = unicode_job(reference, ["all"], out / reference / "unicode", engine, args.argv,
+                                  progress=False if args.no_progress else None)
+            clean &= all(r.ok for r in results)
+            unicode_rows += [unicode_row(r) for r in results]
+            print(f"{reference}: Unicode sweep of {len(results)} candidates -> {out / reference / 'unicode'}")
+        if args.unicode_only:
+            continue
         result = run_job(RunOptions(
             reference=reference, candidates=["all"], corpora=args.corpus, out=out / reference, limit=args.limit,
             isolate=engine.isolate, timeout_s=engine.timeout_s, memory_limit_mb=engine.memory_limit_mb,
@@ -51,11 +67,28 @@ def run(args) -> int:
         clean &= result.counts.all_verified and result.complete
         rows += table_rows(result.manifest, out / reference)
         print(f"{reference}: {result.counts.samples} samples -> {out / reference}")
-    header = ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | largest cluster |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    (out / "sweep.md").write_text("\n".join(header + rows) + "\n", encoding="utf-8")
+    lines = []
+    if rows:
+        lines += ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | "
+                  "largest cluster |", "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]
+    if unicode_rows:
+        lines += ["| reference | engine | mismatching code points | ranges | tables match Unicode | explained | "
+                  "whitespace-like | errors | seconds |", "|---|---|---|---|---|---|---|---|---|", *unicode_rows, ""]
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.md").write_text("\n".join(lines), encoding="utf-8")
     print(f"sweep table -> {out / 'sweep.md'}")
     return EXIT_OK if clean else EXIT_FINDINGS
+
+
+def unicode_row(r) -> str:
+    def ranges(rs: list[list[int]]) -> str:
+        shown = ", ".join(f"U+{a:04X}" if a == b else f"U+{a:04X}..U+{b:04X}" for a, b in rs[:4])
+        return shown + (f" (+{len(rs) - 4})" if len(rs) > 4 else "") if rs else "-"
+
+    version = r.unicode_version if r.count and r.unicode_version else "-"
+    explained = f"{r.explained:.0%}" if r.count and r.unicode_version else "-"
+    return (f"| `{r.reference}` | `{r.candidate}` | {r.count:,} | {len(r.mismatched):,} | {version} | {explained} | "
+            f"{ranges(r.whitespace)} | {ranges(r.errors)} | {r.seconds:.0f} |")
 
 
 def table_rows(manifest: dict, out: Path) -> list[str]:

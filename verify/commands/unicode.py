@@ -76,37 +76,49 @@ def _summary(r) -> dict:
             "pack_only": len(r.pack_only)}
 
 
-def run(args) -> int:
+def unicode_job(reference: str, requested: list[str], out, options, argv: list[str], *, start: int = 0,
+                stop: int = MAX_CP + 1, progress: bool | None = None) -> list:
+    """One Unicode sweep of every candidate against ``reference`` into ``out`` (``all``
+    expands to every installed engine on the reference's vocabulary; those that do not
+    load are reported, not fatal). Returns the ``SweepResult``s."""
     from verify.adversarial.unicode_sweep import sweep_many
     from verify.job import CommandJob
     from verify.pipeline.run import expand_candidates
     from verify.progress import progress_bar
     from verify.reports.unicode import write_unicode_report
 
-    if args.start >= args.stop:
-        raise UsageError("--start must be below --stop")
-    options = engine_options(args)
-    reference, requested = reference_and_candidates(args)
     candidates, swept_in = expand_candidates(reference, requested)
-    out = out_dir(args, "unicode")
-    with CommandJob("unicode", out, args.argv, options) as job:
+    with CommandJob("unicode", out, argv, options) as job:
         job.reference = reference
-        job.sources = [{"name": f"code points U+{args.start:04X}..U+{args.stop - 1:04X}", "kind": "unicode",
-                        "start": args.start, "stop": args.stop}]
+        job.sources = [{"name": f"code points U+{start:04X}..U+{stop - 1:04X}", "kind": "unicode",
+                        "start": start, "stop": stop}]
         ref, *cands = job.pool.start([reference, *candidates], optional=swept_in)
         job.candidates = [c for c in candidates if c not in job.pool.not_loaded]
         for spec, why in job.pool.not_loaded.items():
             print(f"{spec}: not loaded ({why})", file=sys.stderr)
-        with progress_bar("verify unicode", enabled=False if args.no_progress else None) as bar:
-            results = sweep_many(ref, cands, start=args.start, stop=args.stop, progress=bar.update)
+        results = []
+        if cands:
+            with progress_bar("verify unicode", enabled=progress) as bar:
+                results = sweep_many(ref, cands, start=start, stop=stop, progress=bar.update)
         write_unicode_report(results, out)
         job.counts = sweep_counts(results)
         job.extra["unicode"] = {r.candidate: _summary(r) for r in results}
         job.extra["reports"] = {"Unicode sweep": "unicode.md"}
+    return results
+
+
+def run(args) -> int:
+    if args.start >= args.stop:
+        raise UsageError("--start must be below --stop")
+    options = engine_options(args)
+    reference, requested = reference_and_candidates(args)
+    out = out_dir(args, "unicode")
+    results = unicode_job(reference, requested, out, options, args.argv, start=args.start, stop=args.stop,
+                          progress=False if args.no_progress else None)
     for result in results:
         version = f", tables match Unicode {result.unicode_version} ({result.explained:.0%} explained)" \
             if result.count and result.unicode_version else ""
         print(f"{result.candidate}: {result.count} mismatching code points in {len(result.mismatched)} ranges"
               f"{version}")
     print(f"-> {out / 'unicode.json'}, {out / 'unicode.md'}, {out / 'summary.md'}")
-    return EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS
+    return EXIT_OK if results and all(r.ok for r in results) else EXIT_FINDINGS

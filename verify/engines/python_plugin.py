@@ -48,6 +48,8 @@ class PythonPluginEngine(Adapter):
             self.capabilities = Capabilities(special_tokens=True, segments=True, decode=False)
 
     def encode_texts(self, texts, allow_special):
+        if allow_special and self.capabilities.segments:  # the plugin's own special-token path
+            return [as_token_array(self.engine.encode_segments([(t, True)])) for t in texts]
         return [as_token_array(ids) for ids in self.engine.encode_batch(list(texts))]
 
     def encode_segments(self, segments):

@@ -9,8 +9,9 @@ No BOS/EOS are added.
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.base import Adapter, Capabilities, as_token_array, package_version
 from verify.engines.common import cannot_load
+from verify.engines.tiktoken_engine import MEASURED_UNICODE
 from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = ("tekken", "tekken_240718")
@@ -19,7 +20,9 @@ OFFLINE_VOCABS: tuple[str, ...] = ("tekken", "tekken_240718")
 class TekkenEngine(Adapter):
     adapter_name = "tekken"
     package = "mistral-common"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    # Tekkenizer splits with tiktoken's regex engine: the same character tables.
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True,
+                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)

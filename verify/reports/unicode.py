@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Sequence
 
 from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_contexts import CONTEXTS
 from verify.adversarial.unicode_sweep import SweepResult
 
 MD_ROWS = 50
@@ -32,10 +31,11 @@ def _range_row(a: int, b: int, result: SweepResult, ref_version: str | None) -> 
     oldest = ud.versions()[0]
     assigned = sorted({ud.assigned_in(cp) for cp in (a, b)} - {None}, key=ud.version_key)
     assigned_s = ", ".join(f"<={v}" if v == oldest else v for v in assigned) or "-"
-    order = {c.name: i for i, c in enumerate(CONTEXTS)}
+    names_in_order = [c["name"] for c in result.probe_description.get("contexts", [])]
+    order = {name: i for i, name in enumerate(names_in_order)}
     ctxs = sorted({c for cp in range(a, min(b, a + 256) + 1) for c in result.contexts_of.get(cp, [])},
                   key=lambda c: order.get(c, 99))
-    ctx_s = "all" if len(ctxs) == len(CONTEXTS) and set(ctxs) == set(order) else ", ".join(ctxs)
+    ctx_s = ", ".join(ctxs)
     names = names.replace("|", "\\|")
     return f"| {span} | {b - a + 1} | {'/'.join(cats)} | {names} | {assigned_s} | {ctx_s} |"
 
@@ -50,7 +50,7 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
     doc = {
         "reference": reference,
         "unicode_data": {"versions": ud.versions(), "source": ud.source()},
-        "contexts": [{"name": c.name, "template": c.template, "why": c.why} for c in CONTEXTS],
+        "probes": results[0].probe_description if results else {},
         "candidates": {r.candidate: {k: v for k, v in r.to_json().items() if k not in ("candidate", "reference")}
                        for r in results},
     }

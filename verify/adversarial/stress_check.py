@@ -1,0 +1,238 @@
+"""The ``stress`` check of ``verify check``: the serving shapes of ``verify.adversarial.stress``
+on one engine, without a reference.
+
+  big batch   ONE call with each of ``stress.BIG_BATCH_SIZES`` samples: every sample's ids must
+              be its single-call ids (one single call per distinct text: the 100,000-sample batch
+              repeats the 16,384 texts). A batch call that raised, or crashed or hung the worker,
+              while every sample alone encodes is an ``error`` finding ``BatchCallFailed``.
+  thresholds  every input of ``stress.threshold_plan`` until the time budget ends: it encodes
+              without error (a failure is a finding), and obeys *repetition*. The first input of
+              each (cut, unit, phase, position) group also encodes again to the same ids
+              (``repeat``), gives them on the warm engine (``history``) and, for byte-level
+              decoders, decodes to its own bytes (``roundtrip``).
+
+Repetition. A threshold input is a head ``H`` (up to the first whole unit), a block ``B``
+(the unit ``r`` times) repeated ``K`` times, and a tail ``T`` holding the probe:
+``H + B^K + T``. Its ids must be ``X + M^(K-2) + Y``, where the engine itself gives
+``X + Y`` for ``H + B^2 + T`` and ``X + M + Y`` for ``H + B^3 + T`` (``M`` is what one more
+block adds), confirmed by ``X + M^3 + Y`` for ``H + B^5 + T``. An engine whose segmentation
+is local (regex pre-tokenizers, whitespace-split SentencePiece) obeys it at any length; one
+that cuts a long input into chunks and encodes them apart does not. ``r`` is the first of
+``BLOCKS`` that fits the short inputs; when none does, the property does not apply to the
+input (counted as ``not_applicable``; after ``GIVE_UP`` such inputs of a unit that never
+fitted, it is not tried for that unit again).
+
+Findings have ``check: "stress"``, a ``property`` and the sample's recipe (``stress``);
+at most ``MAX_FINDINGS`` are written per property, every violation is counted
+(``CheckCounts`` under ``stress``), and every stress sample ends in one tally state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from verify.adversarial import stress
+from verify.adversarial.metamorphic import MetamorphicChecker
+from verify.adversarial.stress_calls import CachedTokenBytes, CallWatch
+from verify.findings import describe_divergence, describe_failure
+from verify.outcome import Failure, Outcome, agree, is_ids
+from verify.sample import Sample
+
+CHECK = "stress"
+DEFAULT_BUDGET_S = 60.0
+MAX_FINDINGS = 5  # written per property; the rest are counted
+BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # unit repetitions tried as the block B
+GIVE_UP = 6  # inputs of one unit on which no block fitted before the property is no longer tried for it
+
+
+@dataclass
+class StressCheck:
+    checker: MetamorphicChecker
+    budget_s: float = DEFAULT_BUDGET_S
+    cuts: tuple[int, ...] | None = None
+    batch_sizes: tuple[int, ...] = stress.BIG_BATCH_SIZES
+    written: dict[str, int] = field(default_factory=dict)  # property -> findings written
+    violations: dict[str, int] = field(default_factory=dict)  # property -> violations counted
+    report: dict[str, Any] = field(default_factory=dict)
+    _blocks: dict[tuple[str, int], int] = field(default_factory=dict)  # (unit, phase) -> r that fitted
+    _misses: dict[tuple[str, int], int] = field(default_factory=dict)  # (unit, phase) -> inputs nothing fitted
+
+    @property
+    def fresh(self):
+        return self.checker.fresh
+
+    # --- findings -----------------------------------------------------------------------
+    def _emit(self, sample: Sample, prop: str, kind: str, fields: dict[str, Any]) -> None:
+        self.violations[prop] = self.violations.get(prop, 0) + 1
+        if self.written.get(prop, 0) >= MAX_FINDINGS:
+            return
+        self.written[prop] = self.written.get(prop, 0) + 1
+        self.checker.emit(sample, kind, CHECK, {"property": prop, **fields}, detail=f"{CHECK}:{prop}")
+
+    def _fail(self, sample: Sample, prop: str, outcome: Outcome, recipe: dict) -> None:
+        if not isinstance(outcome, Failure):  # Skipped: nothing asked, nothing to check
+            self.checker.mark(sample, "skipped")
+            return
+        self.checker.counts.errors += 1
+        self.checker.mark(sample, outcome.kind)
+        self._emit(sample, prop, outcome.kind, {**describe_failure(outcome), "stress": recipe})
+
+    def _compare(self, sample: Sample, prop: str, expected: np.ndarray, actual: Outcome, recipe: dict,
+                 pieces: CachedTokenBytes, **extra) -> None:
+        if not is_ids(actual):
+            self._fail(sample, prop, actual, recipe)
+            return
+        self.checker.counts.checked[CHECK] += 1
+        if agree(expected, actual):
+            return
+        self.checker.counts.violations[CHECK] += 1
+        self.checker.mark(sample, "diverged")
+        fields = describe_divergence(sample, expected, actual, pieces(expected), pieces(actual))
+        self._emit(sample, prop, "ids", {**fields, "stress": recipe, **extra})
+
+    # --- the check ---------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        deadline = started + self.budget_s
+        before = self.checker.counts.samples
+        pieces = CachedTokenBytes(self.fresh)
+        self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
+                                                    "chars": 0, "not_applicable": 0, "ended": "done"}}
+        self._batches(pieces, deadline)
+        self._thresholds(pieces, deadline)
+        self.report.update(seconds=round(time.monotonic() - started, 3), violations=dict(self.violations),
+                           findings_written=dict(self.written), samples=self.checker.counts.samples - before)
+        return self.report
+
+    def _batches(self, pieces: CachedTokenBytes, deadline: float) -> None:
+        texts = stress.big_batch(min(stress.DISTINCT, max(self.batch_sizes, default=0)))
+        self.checker.begin()
+        singles = [self.fresh.encode([s])[0] for s in texts]  # the baselines: one call per text
+        for i, (sample, single) in enumerate(zip(texts, singles)):
+            if not is_ids(single):
+                self._fail(sample, "single-call", single, stress.batch_recipe(len(texts), stress.BATCH_SEED, i))
+        for size in self.batch_sizes:
+            if time.monotonic() >= deadline:
+                break
+            t0 = time.monotonic()
+            samples = texts if size == len(texts) else stress.big_batch(size)
+            watch = CallWatch(self.fresh)
+            out = self.fresh.encode(samples)
+            failure = watch.failure(out, size)
+            recipe = stress.batch_recipe(size, stress.BATCH_SEED, 0)
+            if failure is not None:
+                self.checker.counts.errors += 1
+                for sample in samples:
+                    self.checker.mark(sample, "error")
+                self._emit(samples[1], "big-batch", "error", {**describe_failure(failure), "stress": recipe})
+            else:
+                for i, (sample, got) in enumerate(zip(samples, out)):
+                    base = singles[i % len(texts)]
+                    if is_ids(base):
+                        self._compare(sample, "big-batch", base, got, {**recipe, "index": i}, pieces,
+                                      batch_size=size)
+                    else:
+                        self.checker.mark(sample, base.kind if isinstance(base, Failure) else "skipped")
+            self.checker.count_states(list(samples), [singles[i % len(texts)] for i in range(size)])
+            self.checker.begin()
+            self.report["batches"].append({"size": size, "seconds": round(time.monotonic() - t0, 3)})
+        self.checker.begin()
+
+    def _thresholds(self, pieces: CachedTokenBytes, deadline: float) -> None:
+        info = self.report["threshold"]
+        groups: set[tuple] = set()
+        for item in stress.threshold_plan(self.cuts):
+            if time.monotonic() >= deadline:
+                info["ended"] = "time"
+                break
+            sample, recipe = item.sample(), item.recipe()
+            self.checker.begin()
+            ids = self.fresh.encode([sample])[0]
+            info["inputs"] += 1
+            info["chars"] += item.length
+            if not is_ids(ids):
+                self._fail(sample, "encode", ids, recipe)
+            else:
+                expected = self.repetition(item)
+                if expected is None:
+                    info["not_applicable"] += 1
+                else:
+                    self._compare(sample, "repetition", expected, ids, recipe, pieces)
+                group = (item.cut, item.unit, item.phase, item.at, item.width)
+                if group not in groups:
+                    groups.add(group)
+                    self._again(sample, ids, recipe, pieces)
+            self.checker.count_states([sample], [ids])
+        self.checker.begin()
+
+    def _again(self, sample: Sample, ids: np.ndarray, recipe: dict, pieces: CachedTokenBytes) -> None:
+        """repeat, history and roundtrip on one threshold input."""
+        self._compare(sample, "repeat", ids, self.fresh.encode([sample])[0], recipe, pieces)
+        self.checker.warm_up()
+        self._compare(sample, "history", ids, self.checker.warm.encode([sample])[0], recipe, pieces)
+        if self.checker.roundtrip:
+            decoded = self.fresh.token_bytes(ids)
+            self.checker.counts.checked[CHECK] += 1
+            if decoded is None or b"".join(decoded) != sample.text.encode("utf-8"):
+                self.checker.counts.violations[CHECK] += 1
+                self.checker.mark(sample, "diverged")
+                self._emit(sample, "roundtrip", "ids", {"stress": recipe, "token_index": None,
+                                                        "decoded_bytes": None if decoded is None else
+                                                        len(b"".join(decoded)),
+                                                        "input_bytes": len(sample.text.encode("utf-8"))})
+
+    # --- repetition ---------------------------------------------------------------------
+    def repetition(self, item: stress.Threshold) -> np.ndarray | None:
+        """The ids the repetition property predicts for ``item``, or None when it does not apply."""
+        unit = (item.unit, item.phase)
+        first = self._blocks.get(unit)
+        if first is None and self._misses.get(unit, 0) >= GIVE_UP:
+            return None  # no block ever fitted this unit: stop paying for the short inputs
+        for r in ([first] if first else []) + [b for b in BLOCKS if b != first]:
+            predicted = self._predict(item, r)
+            if predicted is not None:
+                self._blocks[unit] = r
+                return predicted
+        self._misses[unit] = self._misses.get(unit, 0) + 1
+        return None
+
+    def _predict(self, item: stress.Threshold, r: int) -> np.ndarray | None:
+        text = item.text()
+        n = len(item.unit)
+        head = (n - item.phase) % n
+        block = item.unit * r
+        count = (item.at - head) // len(block)
+        if count < 6:
+            return None
+        start = head + count * len(block)
+        h, t = text[:head], text[start:]
+        a2, a3, a5 = (self.fresh.encode([Sample.plain(f"{item.sample_id}:rep{k}", h + block * k + t)])[0]
+                      for k in (2, 3, 5))
+        if not (is_ids(a2) and is_ids(a3) and is_ids(a5)):
+            return None
+        split = _insertion(a2, a3)
+        if split is None:
+            return None
+        i, d = split
+        x, m, y = a2[:i], a3[i:i + d], a2[i:]
+        if not agree(np.concatenate([x, np.tile(m, 3), y]).astype(a2.dtype), a5):
+            return None
+        return np.concatenate([x, np.tile(m, count - 2), y]).astype(a2.dtype)
+
+
+def _insertion(a2: np.ndarray, a3: np.ndarray) -> tuple[int, int] | None:
+    """``(i, d)`` with ``a3 == a2[:i] + a3[i:i+d] + a2[i:]`` (the largest such ``i``), or None."""
+    n, d = len(a2), len(a3) - len(a2)
+    if d < 0:
+        return None
+    diff = np.nonzero(a2 != a3[:n])[0]
+    common_prefix = int(diff[0]) if diff.size else n
+    tail = a3[d:] if d else a3
+    rdiff = np.nonzero(a2[::-1] != tail[::-1])[0]
+    common_suffix = int(rdiff[0]) if rdiff.size else n
+    i = common_prefix
+    return (i, d) if n - i <= common_suffix else None

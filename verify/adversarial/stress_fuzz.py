@@ -1,0 +1,222 @@
+"""The stress phase of ``verify fuzz``: the serving shapes of ``verify.adversarial.stress``
+through the reference and every candidate still searched, compared sample by sample.
+
+  big batches  each batch of ``stress.BIG_BATCH_SIZES`` goes to every engine as ONE call
+               (``encode_all``) and is compared with ``compare_batch`` in slices (so the
+               findings of 10^5 samples are never all held at once). A batch call that raised
+               or killed the worker although every sample alone encodes (the executor's
+               ``batch_fallbacks`` run note, or a worker restart) makes every sample of that
+               call an ``error`` of type ``BatchCallFailed``.
+               An engine whose batch bug is known (``ids/stress-only/big-batch`` or
+               ``error/BatchCallFailed``) skips the larger batches: what they could show
+               would be masked in that cluster.
+  thresholds   ``stress.threshold_plan``, one input at a time, until the deadline; an engine
+               whose ``ids/stress-only/cut-N`` cluster is known skips the other inputs at cut N.
+
+Stress-only bugs. For an ``ids`` finding of a cluster not known yet, its *twin* is
+encoded by the reference and the finding's engine: the sample alone (big batch) or the
+500 characters around the probe (threshold input). When the twins agree, the bug needs
+the stress shape: the finding is marked ``fields["stress"]["only"]`` (``big-batch`` or
+``cut-N``) and falls in the one cluster ``ids/stress-only/ONLY`` of its engine, whatever
+text surrounds it; otherwise it keeps its ordinary cluster (a local bug that the stress
+sample happened to contain). When the reference's own batch ids differ from its single
+call, the reference gets that finding.
+
+Every finding carries the sample's recipe in ``fields["stress"]`` and goes through the
+run's ``ClusterBook`` like a hypothesis finding: the first of a new cluster is written,
+the rest are counted; a short sample's new cluster whose minimised reproducer is that
+of a cluster already found is folded into it (``same-cause``), as in the search. An
+engine leaves after ``max_findings`` clusters.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from verify.adversarial import stress
+from verify.adversarial.clusters import STRESS_ONLY, ClusterBook
+from verify.adversarial.stress_calls import CachedTokenBytes, CallWatch
+from verify.comparison import Side, compare_batch
+from verify.counts import Counts
+from verify.findings import Finding, describe_divergence
+from verify.outcome import agree, is_ids
+from verify.pipeline.shard_task import encode_all
+from verify.sample import Sample
+
+SOURCE = "fuzz-stress"
+BATCH_BUG_KEYS = (f"ids/{STRESS_ONLY}/big-batch", "error/BatchCallFailed")  # "its batch bug is found"
+COMPARE_SLICE = 4096  # samples compared (and their findings held) at a time
+MAX_RECHECKS = 1000  # twin rechecks per engine per stress shape (one per distinct ordinary cluster)
+TWIN_BEFORE = 400  # characters before the probe in a threshold input's twin
+FOLD_MAX_CHARS = 256  # samples short enough to minimise for their cause (big-batch samples are)
+
+
+@dataclass
+class StressPhase:
+    reference: Any  # Executor
+    book: ClusterBook
+    write: Callable[..., dict]  # write(finding, source, key): writes it and adds it to the book
+    counts: Counts
+    max_findings: int
+    cuts: tuple[int, ...] | None = None
+    batch_sizes: Sequence[int] = stress.BIG_BATCH_SIZES
+    # the search's cause of a finding (minimised reproducer) and "same cause as a found cluster: folded"
+    cause: Callable[[Finding], Any] | None = None
+    fold: Callable[[Finding], bool] | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+    _rechecked: dict[tuple[str, str, str], bool] = field(default_factory=dict)
+    _pieces: dict[str, CachedTokenBytes] = field(default_factory=dict)
+    _keys: dict[tuple, str] = field(default_factory=dict)  # (kind, char_offset, text) -> ordinary key
+
+    def _sides(self, executors) -> list[Side]:
+        return [Side(ex.spec, self._pieces.setdefault(ex.spec, CachedTokenBytes(ex))) for ex in executors]
+
+    def _still(self, active: list) -> list:
+        return [ex for ex in active if self.book.found(ex.spec) < self.max_findings]
+
+    def _done(self) -> bool:
+        return self.book.found(self.reference.spec) >= self.max_findings
+
+    def run(self, active: list, deadline: float) -> list:
+        started = time.monotonic()
+        self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
+                                                    "chars": 0, "tiers_done": [], "ended": "not started"}}
+        for size in self.batch_sizes:
+            active = self._still(active)
+            if not active or self._done() or time.monotonic() >= deadline:
+                break
+            # an engine whose batch bug is found skips the larger batches: their batch-only divergences
+            # would all be masked in that cluster, and its local bugs show in the smaller batch's texts
+            fresh = [ex for ex in active if not any(self.book.known_key(ex.spec, k) for k in BATCH_BUG_KEYS)]
+            if fresh:
+                self._batch(fresh, size)
+        self._thresholds(self._still(active), deadline)
+        self.report["seconds"] = round(time.monotonic() - started, 3)
+        return self._still(active)
+
+    # --- findings ---------------------------------------------------------------------
+    def _take(self, findings: list[Finding], executors: list, only: str,
+              twin_of: Callable[[Finding], Sample]) -> None:
+        """Mark stress-only findings, count every finding, write the first of each new cluster."""
+        for finding in findings:  # one at a time: the first of a cluster is written, the rest are masked
+            key = self._key(finding)
+            if finding.kind == "ids" and not self.book.known(finding, key) and \
+                    self._needs_shape(finding, key, executors, only, twin_of):
+                finding.fields["stress"]["only"] = only
+                key = self.book.key(finding)
+            if not self.book.observe([finding], keys=[key]) or self.book.found(finding.engine) >= self.max_findings:
+                continue
+            local = not finding.fields["stress"].get("only") and len(finding.sample.text) <= FOLD_MAX_CHARS
+            if local and self.fold is not None and self.fold(finding):
+                continue  # a short sample whose minimised reproducer is a found cluster's: the same bug
+            self.write(finding, "stress", key, self.cause(finding) if local and self.cause else None)
+
+    def _key(self, finding: Finding) -> str:
+        """The ordinary cluster key; for ids findings of short samples, computed once per (offset, text):
+        a 100,000-sample batch repeats its 16,384 texts."""
+        if finding.kind != "ids" or len(finding.sample.text) > FOLD_MAX_CHARS:
+            return self.book.key(finding)
+        ident = (finding.fields.get("char_offset"), finding.sample.text)
+        key = self._keys.get(ident)
+        if key is None:
+            key = self._keys[ident] = self.book.key(finding)
+        return key
+
+    def _needs_shape(self, finding: Finding, key: str, executors: list, only: str,
+                     twin_of: Callable[[Finding], Sample]) -> bool:
+        """Whether the reference and the finding's engine agree on the finding's twin (cached per
+        engine, shape and ordinary cluster ``key``; at most ``MAX_RECHECKS`` per engine and shape)."""
+        ident = (finding.engine, only, key)
+        if ident not in self._rechecked:
+            if sum(1 for e, o, _ in self._rechecked if e == finding.engine and o == only) >= MAX_RECHECKS:
+                return False  # past the cap: not verified, so it keeps its ordinary cluster
+            engine = next(ex for ex in executors if ex.spec == finding.engine)
+            ref_twin, cand_twin = encode_all([self.reference, engine], [twin_of(finding)])
+            self._rechecked[ident] = is_ids(ref_twin[0]) and is_ids(cand_twin[0]) and agree(ref_twin[0],
+                                                                                            cand_twin[0])
+        return self._rechecked[ident]
+
+    # --- big batches ---------------------------------------------------------------------
+    def _batch(self, active: list, size: int) -> None:
+        t0 = time.monotonic()
+        executors = [self.reference, *active]
+        samples = stress.big_batch(size)
+        watches = [CallWatch(ex) for ex in executors]
+        outcomes = encode_all(executors, samples)
+        for e, watch in enumerate(watches):
+            failure = watch.failure(outcomes[e], size)
+            if failure is not None:
+                outcomes[e] = [failure] * size
+        index = {id(s): i for i, s in enumerate(samples)}
+        sides = self._sides(executors)
+        only = "big-batch"
+        total = 0
+        for lo in range(0, size, COMPARE_SLICE):
+            hi = min(size, lo + COMPARE_SLICE)
+            delta, findings = compare_batch(samples[lo:hi], [o[lo:hi] for o in outcomes], sides, SOURCE)
+            self.counts.add(delta)
+            findings += self._reference_batch(samples, outcomes[0], lo, hi, size)
+            total += len(findings)
+            for finding in findings:
+                recipe = stress.batch_recipe(size, stress.BATCH_SEED, index[id(finding.sample)])
+                finding.fields["stress"] = {**recipe, **finding.fields.get("stress", {})}
+            self._take(findings, executors, only, lambda f: f.sample)
+        self.report["batches"].append({"size": size, "seed": stress.BATCH_SEED, "findings": total,
+                                       "seconds": round(time.monotonic() - t0, 3)})
+
+    def _reference_batch(self, samples: list[Sample], ref_outcomes: list, lo: int, hi: int,
+                         size: int) -> list[Finding]:
+        """The reference's batch ids against its single calls, for the first sample of each slice
+        (a cheap probe: a reference that depends on the batch would fail every comparison)."""
+        sample, batch_ids = samples[lo], ref_outcomes[lo]
+        alone = self.reference.encode([sample])[0]
+        if not (is_ids(alone) and is_ids(batch_ids)) or agree(alone, batch_ids):
+            return []
+        fields = describe_divergence(sample, alone, batch_ids, self.reference.token_bytes(alone),
+                                     self.reference.token_bytes(batch_ids))
+        fields["stress"] = {"only": "big-batch", "batch_size": size}
+        return [Finding(self.reference.spec, self.reference.spec, sample, "ids", SOURCE, fields, detail="big-batch")]
+
+    # --- threshold inputs -------------------------------------------------------------
+    def _thresholds(self, active: list, deadline: float) -> None:
+        info = self.report["threshold"]
+        info["ended"] = "done"
+        tier = None
+        for item in stress.threshold_plan(self.cuts):
+            active = self._still(active)
+            if not active or self._done():
+                info["ended"] = "pool empty"
+                break
+            if time.monotonic() >= deadline:
+                info["ended"] = "time"
+                break
+            if item.tier != tier:
+                if tier is not None:
+                    info["tiers_done"].append(tier)
+                tier = item.tier
+            # an engine whose chunking at this cut is found skips the cut's other inputs (masked there)
+            asked = [ex for ex in active if not self.book.known_key(ex.spec, f"ids/{STRESS_ONLY}/cut-{item.cut}")]
+            if not asked:
+                info["skipped"] = info.get("skipped", 0) + 1
+                continue
+            executors = [self.reference, *asked]
+            sample = item.sample()
+            delta, findings = compare_batch([sample], encode_all(executors, [sample]), self._sides(executors),
+                                            SOURCE)
+            self.counts.add(delta)
+            info["inputs"] += 1
+            info["chars"] += item.length
+            for finding in findings:
+                finding.fields["stress"] = item.recipe()
+            self._take(findings, executors, f"cut-{item.cut}", lambda f: twin(item, f.sample))
+        else:
+            if tier is not None:
+                info["tiers_done"].append(tier)
+
+
+def twin(item: stress.Threshold, sample: Sample) -> Sample:
+    """The characters around the probe of a threshold input: the same local text, far below the cut."""
+    lo = max(0, item.at - TWIN_BEFORE)
+    return Sample.plain(f"{sample.id}:twin", sample.text[lo:item.at + item.width + stress.TAIL])

@@ -1,0 +1,130 @@
+"""Allowlists: clusters a user has accepted, so that searching commands count them but
+do not report them again (``verify fuzz --allowlist FILE``).
+
+A cluster is named by its key (``verify.classify.signature_key``, the key triage
+groups findings by, e.g. ``ids/Zs+Ll/Common+Latin/space|letter`` or
+``error/ValueError``). The file is TOML, one ``[[allow]]`` row per accepted cluster::
+
+    [[allow]]
+    engine = "^python:my_engine"        # regex on the engine spec (searched, not anchored; "" = any)
+    cluster = "^ids/Sm\\+"              # regex on the cluster key (searched, not anchored; "" = any)
+    reason = "known: '<' handling, upstream #123"   # required: why it is accepted
+    expires = 2026-12-31                # optional TOML date (or "YYYY-MM-DD"): the row applies
+                                        # up to and including that day, then it is ignored
+
+A row that has expired is kept in ``Allowlist.expired`` (commands list it in their
+manifest) but matches nothing. Unknown keys in a row are an error, so a typo does
+not silently widen or narrow a row.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verify.errors import ConfigError
+
+ROW_KEYS = {"engine", "cluster", "reason", "expires"}
+
+
+@dataclass(frozen=True)
+class AllowRule:
+    engine: re.Pattern
+    cluster: re.Pattern
+    reason: str
+    expires: dt.date | None = None
+    row: int = 0  # 1-based position in the file, for messages
+
+    def matches(self, engine: str | None, key: str) -> bool:
+        return bool(self.engine.search(engine or "") and self.cluster.search(key))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"row": self.row, "engine": self.engine.pattern, "cluster": self.cluster.pattern,
+                "reason": self.reason, "expires": self.expires.isoformat() if self.expires else None}
+
+
+@dataclass
+class Allowlist:
+    rules: list[AllowRule] = field(default_factory=list)
+    expired: list[AllowRule] = field(default_factory=list)
+    path: Path | None = None
+
+    def match(self, engine: str | None, key: str) -> AllowRule | None:
+        """The first rule (in file order) that accepts ``key`` for ``engine``, else None."""
+        return next((rule for rule in self.rules if rule.matches(engine, key)), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": str(self.path) if self.path else None, "rules": [r.as_dict() for r in self.rules],
+                "expired": [r.as_dict() for r in self.expired]}
+
+
+def _date(value: Any, where: str) -> dt.date | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value)
+        except ValueError:
+            pass
+    raise ConfigError(f"{where}: 'expires' must be a date (2026-12-31), got {value!r}")
+
+
+def _regex(row: dict, name: str, where: str) -> re.Pattern:
+    value = row.get(name, "")
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: '{name}' must be a string regex")
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ConfigError(f"{where}: bad '{name}' regex {value!r}: {exc}") from exc
+
+
+def parse_allowlist(doc: dict[str, Any], where: str = "allowlist", today: dt.date | None = None) -> Allowlist:
+    """An ``Allowlist`` from an already-parsed TOML document (``{"allow": [rows]}``)."""
+    today = today or dt.date.today()
+    rows = doc.get("allow", [])
+    if not isinstance(rows, list):
+        raise ConfigError(f"{where}: 'allow' must be an array of tables ([[allow]] rows)")
+    extra = set(doc) - {"allow"}
+    if extra:
+        raise ConfigError(f"{where}: unknown top-level key(s) {', '.join(sorted(extra))} (expected [[allow]] rows)")
+    allowlist = Allowlist()
+    for i, row in enumerate(rows, 1):
+        at = f"{where}: [[allow]] row {i}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{at} is not a table")
+        unknown = set(row) - ROW_KEYS
+        if unknown:
+            raise ConfigError(f"{at}: unknown key(s) {', '.join(sorted(unknown))} "
+                              f"(allowed: {', '.join(sorted(ROW_KEYS))})")
+        reason = row.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ConfigError(f"{at} needs a non-empty 'reason'")
+        rule = AllowRule(_regex(row, "engine", at), _regex(row, "cluster", at), reason.strip(),
+                         _date(row.get("expires"), at), i)
+        (allowlist.expired if rule.expires is not None and rule.expires < today else allowlist.rules).append(rule)
+    return allowlist
+
+
+def load_allowlist(path: Path, today: dt.date | None = None) -> Allowlist:
+    """Read an allowlist file. A missing or unreadable file is a ``ConfigError`` (the user named it)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"allowlist {path}: cannot read: {exc}") from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"allowlist {path}: invalid TOML: {exc}") from exc
+    allowlist = parse_allowlist(doc, f"allowlist {path}", today)
+    allowlist.path = path
+    return allowlist
