@@ -33,7 +33,7 @@ REFERENCE, CANDIDATE = "tiktoken:cl100k_base", "hf:cl100k_base"
 THREADS = None
 
 
-def _raw_worker(conn, threads: int, isolate: bool) -> None:
+def _raw_worker(conn, threads: int, isolate: bool, specs: tuple[str, ...]) -> None:
     from verify.executors.pool import EngineOptions, EnginePool
     from verify.executors.threads import pin_threads
     from verify.pipeline.shard_task import batched
@@ -41,7 +41,7 @@ def _raw_worker(conn, threads: int, isolate: bool) -> None:
 
     pin_threads(threads)
     pool = EnginePool(EngineOptions(isolate=isolate, threads=threads))
-    executors = pool.start([REFERENCE, CANDIDATE])
+    executors = pool.start(list(specs))
     conn.send("ready")
     while True:
         shard = conn.recv()
@@ -57,7 +57,8 @@ def _raw_worker(conn, threads: int, isolate: bool) -> None:
     pool.close()
 
 
-def raw(shards, workers: int, isolate: bool) -> float:
+def raw(shards, workers: int, isolate: bool, specs: tuple[str, ...] | None = None) -> float:
+    """Seconds for N processes to call only the engines' encode on every shard."""
     from multiprocessing.connection import wait
 
     from verify.executors.threads import threads_per_worker
@@ -67,7 +68,7 @@ def raw(shards, workers: int, isolate: bool) -> float:
     conns, procs = [], []
     for _ in range(workers):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_raw_worker, args=(child, threads, isolate))
+        proc = ctx.Process(target=_raw_worker, args=(child, threads, isolate, specs or (REFERENCE, CANDIDATE)))
         proc.start()
         conns.append(parent)
         procs.append(proc)

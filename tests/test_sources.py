@@ -38,6 +38,7 @@ def test_text_field_option(tmp_path):
 @pytest.mark.parametrize("suffix, compress", [
     (".jsonl.gz", gzip.compress),
     (".jsonl.zst", lambda b: zstandard.ZstdCompressor().compress(b)),
+    (".jsonl.zstd", lambda b: zstandard.ZstdCompressor().compress(b)),  # Nemotron-CC's spelling
 ])
 def test_compressed_jsonl(tmp_path, suffix, compress):
     path = tmp_path / f"c{suffix}"
@@ -77,6 +78,17 @@ def test_directories_read_every_supported_file_in_order(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"text": "A"}\n')
     (tmp_path / "notes.md").write_text("ignored\n")
     assert [t for _, t in ids_and_texts(open_corpus(str(tmp_path)))] == ["A", "B\n"]
+
+
+def test_jsonl_null_or_missing_text_is_a_bad_record_saying_which(tmp_path):
+    from verify.sample import BadRecord
+
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": null}\n{"body": "x"}\n{"text": 3}\n')
+    (shard,) = open_corpus(str(path)).shards()
+    assert [r.reason for r in shard.records() if isinstance(r, BadRecord)] == [
+        "field 'text' is null, not text (use --text-field)", "field 'text' is missing (use --text-field)",
+        "field 'text' is int, not text (use --text-field)"]
 
 
 def test_named_corpus_needs_its_environment_variable(monkeypatch):

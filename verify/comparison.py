@@ -3,7 +3,9 @@
 Pure apart from asking for token bytes (to name the pieces around a difference):
 it reads outcomes the executors produced and returns a ``Counts`` delta and the
 findings, so any number of workers can run it and their results merge by addition.
-The first engine is the reference. Agreement is ``verify.outcome.agree``.
+The first engine is the reference; its outcome may be a ledger ``Recorded`` digest where
+every candidate matched it (``shard_task`` re-encodes the reference wherever one did not).
+Agreement is ``verify.outcome.agree``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import numpy as np
 
 from verify.counts import Counts, worst
 from verify.findings import Finding, describe_divergence, describe_failure
-from verify.outcome import Failure, agree, is_ids, state_of
+from verify.outcome import Failure, Recorded, agree, gave_ids, is_ids, state_of
 from verify.sample import Sample
 
 TokenBytes = Callable[[np.ndarray], "list[bytes] | None"]
@@ -55,13 +57,17 @@ def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]
             findings.append(Finding(reference.spec, reference.spec, sample, ref.kind, source, describe_failure(ref)))
         if is_ids(ref):
             counts.tokens += int(ref.size)
+        elif isinstance(ref, Recorded):
+            counts.tokens += ref.length
         sample_state = ref_state
         ref_pieces = None
         for side, per_engine in zip(sides[1:], outcomes[1:]):
             out = per_engine[i]
-            if is_ids(out) and is_ids(ref):
+            if is_ids(out) and gave_ids(ref):
                 if agree(ref, out):
                     state = "verified"
+                elif isinstance(ref, Recorded):  # the caller resolves every mismatch to fresh ids first
+                    raise ValueError("a candidate differs from a recorded reference: re-encode the reference first")
                 else:
                     state = "diverged"
                     if ref_pieces is None:

@@ -2,6 +2,8 @@
 
 An outcome is exactly one of
   ids       a 1-D uint32 NumPy array of token ids
+  Recorded  what the reference gave this input before, from the ledger: the ids'
+            digest and length (``verify.ledger``), standing in for the ids
   Failure   the engine returned no ids: ``error`` (it raised), ``crash`` (its worker
             died), ``timeout`` (it did not answer in time), with type and message
   Skipped   the engine was not asked, because it declares it cannot handle the
@@ -9,8 +11,9 @@ An outcome is exactly one of
 
 ``agree(a, b)`` is the one definition of agreement used everywhere (the run loop,
 triage, the Unicode sweep, metamorphic checks, regression replay): two id arrays
-that are equal. A failure or a skip never agrees with anything, not even with
-another failure: where nothing was compared, nothing was verified.
+that are equal, or an id array whose digest and length are the recorded ones. A
+failure or a skip never agrees with anything, not even with another failure:
+where nothing was compared, nothing was verified.
 """
 
 from __future__ import annotations
@@ -44,7 +47,21 @@ class Skipped:
 
 SKIPPED = Skipped("the engine does not honour allow_special and the sample has special-token segments")
 
-Outcome = Union[np.ndarray, Failure, Skipped]
+
+@dataclass(frozen=True)
+class Recorded:
+    """The reference's ids for this input as the ledger recorded them: digest and length."""
+
+    digest: str  # keys.ids_digest of the ids (hex)
+    length: int
+
+    def matches(self, ids: np.ndarray) -> bool:
+        from verify.keys import ids_digest
+
+        return ids.size == self.length and ids_digest(ids) == self.digest
+
+
+Outcome = Union[np.ndarray, Failure, Skipped, Recorded]
 
 
 def is_ids(outcome: object) -> bool:
@@ -52,7 +69,12 @@ def is_ids(outcome: object) -> bool:
 
 
 def agree(a: object, b: object) -> bool:
-    """True only for two id arrays with the same length and the same ids."""
+    """True only for two id arrays with the same length and the same ids (either may be the
+    ``Recorded`` digest of the ids)."""
+    if isinstance(a, Recorded) and isinstance(b, np.ndarray):
+        return a.matches(b)
+    if isinstance(b, Recorded) and isinstance(a, np.ndarray):
+        return b.matches(a)
     return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
             and a.shape == b.shape and bool(np.array_equal(a, b)))
 
@@ -60,6 +82,11 @@ def agree(a: object, b: object) -> bool:
 def differ(a: object, b: object) -> bool:
     """True for two id arrays that are not equal (a divergence, as opposed to a failure)."""
     return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and not agree(a, b)
+
+
+def gave_ids(outcome: object) -> bool:
+    """Ids, or the recorded digest of the reference's ids."""
+    return isinstance(outcome, (np.ndarray, Recorded))
 
 
 def state_of(outcome: object) -> str:

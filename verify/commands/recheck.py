@@ -41,6 +41,11 @@ def add_parser(sub) -> None:
     add_out_option(p, "recheck")
     p.add_argument("--allow-unavailable", action="store_true",
                    help="an engine that is not installed does not fail the run (it is still reported)")
+    p.add_argument("--add", metavar="ID", help="record a new case instead: --engine SPEC --reference SPEC --text T")
+    p.add_argument("--reference", metavar="SPEC", help="with --add: the reference")
+    p.add_argument("--text", metavar="TEXT", help="with --add: the input (plain text; \\uXXXX escapes allowed)")
+    p.add_argument("--title", default="", help="with --add: one line, what goes wrong")
+    p.add_argument("--notes", default="", help="with --add: the command that found it, the suspected cause")
     add_pool_options(p)
 
 
@@ -88,11 +93,31 @@ def _specs(cases) -> tuple[str | None, list[str]]:
     return reference, [s for s in every if s != reference]
 
 
+def add_case(args) -> int:
+    """``verify recheck --add ID``: encode the input on both engines and write the case."""
+    from verify.adversarial.regression_record import record_case, write_case
+    from verify.executors.pool import EnginePool
+    from verify.sample import Sample
+
+    if not (args.engine and len(args.engine) == 1 and args.reference and args.text is not None):
+        raise UsageError("--add ID needs one --engine SPEC, --reference SPEC and --text TEXT")
+    text = args.text.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in args.text \
+        else args.text
+    with EnginePool(engine_options(args)) as pool:
+        reference, engine = pool.start([args.reference, args.engine[0]])
+        doc = record_case(args.add, args.title, engine, reference, Sample.plain(args.add, text), args.notes)
+    path = write_case(args.cases or _default_cases(), doc)
+    print(f"recorded {path}: token {doc.get('token_index')} differs")
+    return EXIT_OK
+
+
 def run(args) -> int:
     from verify.adversarial.regressions import load_cases, replay_all
     from verify.comparison import sample_size
     from verify.job import CommandJob
 
+    if args.add:
+        return add_case(args)
     options = engine_options(args)
     folder = args.cases or _default_cases()
     cases = load_cases(folder)

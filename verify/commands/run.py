@@ -21,12 +21,29 @@ def add_parser(sub) -> None:
     add_corpus_options(p, defaults.get("corpus", "default"))
     add_out_option(p, "run")
     add_limit_option(p)
+    p.add_argument("--traces", action="append", metavar="PATH|agent:SEED",
+                   help="agent traces to replay turn by turn (every turn must equal a from-scratch encode)")
+    p.add_argument("--trace-format", metavar="FORMAT", help="format of --traces files (default verify; see "
+                                                               "docs/traces.md)")
     p.add_argument("--sample", type=float, metavar="RATE",
                    help="keep a deterministic fraction RATE (0..1] of every shard's records")
     p.add_argument("--seed", type=int, metavar="S", help="seed for --sample (default 0)")
     p.add_argument("--batch-size", type=int, metavar="N", help="samples per engine call (default 64)")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help=f"shard workers, each with every engine (default: the machine's cores, {default_workers()})")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: worker processes on this machine (default); ray: actors of a Ray cluster")
+    p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (default: a local one)")
+    p.add_argument("--ray-actors", type=int, metavar="N", help="engine actors (default: the cluster's CPUs)")
+    p.add_argument("--ray-cpus-per-actor", type=float, default=1.0, metavar="C",
+                   help="CPUs each engine actor reserves (default %(default)s)")
+    p.add_argument("--corpus-root", metavar="DIR|URL",
+                   help="where a named corpus with a root lives (nemotron-cc: also $NEMOTRON_CC_DIR); "
+                        "a directory or an fsspec URL (s3://..., hf://datasets/...)")
+    p.add_argument("--where", action="append", metavar="FIELD=VALUE",
+                   help="keep only the partitions with this field value (repeatable), e.g. quality=high")
+    p.add_argument("--ledger", metavar="DIR|URL",
+                   help="the reference's ids by input key: the reference encodes only what is new")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: only shards not yet committed run again")
     p.add_argument("--strict", action="store_true",
@@ -38,7 +55,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from verify.executors.workers import default_workers
+    from verify.executors.workers import RayOptions, default_workers
     from verify.pipeline.run import RunOptions, run_job
 
     check_positive(args.limit, "--limit")
@@ -51,14 +68,25 @@ def run(args) -> int:
     if args.seed is not None and args.sample is None:
         raise UsageError("--seed goes with --sample")
     engine_options(args)  # checks --timeout and --memory-limit-mb
+    where = {}
+    for item in args.where or []:
+        field, sep, value = item.partition("=")
+        if not sep or not field:
+            raise UsageError(f"--where takes FIELD=VALUE, got '{item}'")
+        where[field] = value
+    if args.executor != "ray" and (args.ray_address or args.ray_actors):
+        raise UsageError("--ray-address and --ray-actors go with --executor ray")
+    check_positive(args.ray_actors, "--ray-actors")
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")
     opts = RunOptions(
-        reference=args.reference, candidates=args.candidate, corpora=args.corpus,
+        reference=args.reference, candidates=args.candidate, corpora=args.corpus, traces=args.traces,
+        trace_format=args.trace_format,
         out=args.out or default_out("run"), text_field=args.text_field, id_field=args.id_field, limit=args.limit,
         batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
-        memory_limit_mb=args.memory_limit_mb,
+        memory_limit_mb=args.memory_limit_mb, executor=args.executor, corpus_root=args.corpus_root, where=where,
+        ray=RayOptions(args.ray_address, args.ray_actors, args.ray_cpus_per_actor), ledger=args.ledger,
         workers=args.workers or default_workers(), progress=False if args.no_progress else None,
         minimize_budget_s=args.minimize_budget, resume=args.resume, argv=args.argv,
     )

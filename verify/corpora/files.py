@@ -1,5 +1,6 @@
-"""Local corpus files read as streams: .txt, .jsonl/.ndjson (optionally .gz or
-.zst) and .parquet (pyarrow, in record batches), whole or by range.
+"""Corpus files read as streams: .txt, .jsonl/.ndjson (optionally .gz, .zst or
+.zstd) and .parquet (pyarrow, in record batches), whole or by range. A path is a
+local path or an fsspec URL (``verify.corpora.remote``); local files never touch fsspec.
 
 Every sample id lets a user find the input again: the record's id field when it
 has one, else ``file:line`` (text, JSONL read whole), ``file@byte`` (a large file
@@ -15,9 +16,12 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 from pathlib import Path
 from typing import IO, Iterator
 
+from verify.corpora import remote
+from verify.corpora.remote import PathLike
 from verify.errors import CorpusError
 from verify.sample import BadRecord, Sample
 
@@ -29,40 +33,41 @@ COMPRESSIONS = (".gz", ".zst", ".zstd")
 Record = Sample | BadRecord
 
 
-def base_suffix(path: Path) -> str:
-    name = path.name.lower()
+def base_suffix(path: PathLike) -> str:
+    name = remote.name_of(path).lower()
     for comp in COMPRESSIONS:
         if name.endswith(comp):
             name = name[: -len(comp)]
-    return Path(name).suffix
+    return os.path.splitext(name)[1]
 
 
-def is_compressed(path: Path) -> bool:
-    return path.name.lower().endswith(COMPRESSIONS)
+def is_compressed(path: PathLike) -> bool:
+    return remote.name_of(path).lower().endswith(COMPRESSIONS)
 
 
-def is_supported(path: Path) -> bool:
+def is_supported(path: PathLike) -> bool:
     return base_suffix(path) in TEXT_SUFFIXES + JSONL_SUFFIXES + PARQUET_SUFFIXES
 
 
-def open_binary(path: Path) -> IO[bytes]:
-    name = path.name.lower()
+def open_binary(path: PathLike) -> IO[bytes]:
+    """The file's bytes, decompressed by its suffix (.gz, .zst, .zstd)."""
+    name = remote.name_of(path).lower()
     if name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return remote.open_raw(path, compression="gzip") if remote.is_url(path) else gzip.open(path, "rb")
     if name.endswith((".zst", ".zstd")):
         import zstandard
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
-    return open(path, "rb")
+        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(remote.open_raw(path), closefd=True))
+    return remote.open_raw(path)
 
 
-def _raw_lines(path: Path, byte_range: tuple[int, int] | None) -> Iterator[tuple[str, bytes | None, str | None]]:
+def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None) -> Iterator[tuple[str, bytes | None, str | None]]:
     """``(position, line bytes, None)`` per line, or ``(position, None, reason)`` once when the
     file stops being readable. Whole files number lines from 1; a byte range yields the
     lines whose first byte lies in ``[start, stop)``, positioned by that byte."""
     position = f"{path}:1"
     try:
-        with (open(path, "rb") if byte_range else open_binary(path)) as fh:
+        with (remote.open_raw(path) if byte_range else open_binary(path)) as fh:
             if byte_range is None:
                 for lineno, raw in enumerate(fh, 1):
                     position = f"{path}:{lineno}"
@@ -87,7 +92,7 @@ def _raw_lines(path: Path, byte_range: tuple[int, int] | None) -> Iterator[tuple
         yield position, None, f"file unreadable from here on ({type(exc).__name__}: {exc})"
 
 
-def _decoded_lines(path: Path, byte_range) -> Iterator[tuple[str, str | None, BadRecord | None]]:
+def _decoded_lines(path: PathLike, byte_range) -> Iterator[tuple[str, str | None, BadRecord | None]]:
     for position, raw, failure in _raw_lines(path, byte_range):
         if failure is not None:
             yield position, None, BadRecord(position, failure, None)
@@ -98,13 +103,13 @@ def _decoded_lines(path: Path, byte_range) -> Iterator[tuple[str, str | None, Ba
             yield position, None, BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
 
 
-def read_text(path: Path, byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
+def read_text(path: PathLike, byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per line, newline included (tokenizers see line ends)."""
     for position, line, bad in _decoded_lines(path, byte_range):
         yield bad if bad is not None else Sample.plain(position, line)
 
 
-def read_jsonl(path: Path, text_field: str, id_field: str,
+def read_jsonl(path: PathLike, text_field: str, id_field: str,
                byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per record. A record with ``segments: [[text, allow_special], ...]``
     becomes a segmented sample; otherwise ``text_field`` is its text. Blank lines are
@@ -137,7 +142,8 @@ def jsonl_record(position: str, line: str, text_field: str, id_field: str) -> Re
     else:
         text = record.get(text_field)
         if not isinstance(text, str):
-            what = "missing" if text_field not in record else f"{type(text).__name__}, not text"
+            what = ("missing" if text_field not in record else "null, not text" if text is None
+                    else f"{type(text).__name__}, not text")
             return BadRecord(position, f"field '{text_field}' is {what} (use --text-field)", line)
         sample = Sample.plain(sample_id, text)
     return scalar_checked(position, sample, line)
@@ -155,32 +161,47 @@ def scalar_checked(position: str, sample: Sample, raw) -> Record:
     return sample
 
 
-def parquet_columns(path: Path, text_field: str) -> list:
-    """Row counts of a Parquet file's row groups; ``CorpusError`` when it has no text column
-    (almost always a wrong ``--text-field``) or cannot be opened."""
-    import pyarrow as pa
+def open_parquet(path: PathLike):
+    """A ``pyarrow.parquet.ParquetFile``; a URL is read through its fsspec filesystem."""
     import pyarrow.parquet as pq
 
+    if not remote.is_url(path):
+        return pq.ParquetFile(path)
+    fs, stripped = remote.url_to_fs(path)
+    return pq.ParquetFile(stripped, filesystem=fs)
+
+
+def parquet_row_groups(path: PathLike, text_field: str) -> tuple[list[str], list[int]]:
+    """Column names and row counts of a Parquet file's row groups (its footer only);
+    ``CorpusError`` when it has no text column (almost always a wrong ``--text-field``)
+    or cannot be opened."""
     try:
-        meta = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
+        meta = open_parquet(path)
+    except Exception as exc:  # pyarrow's and every fsspec backend's own errors
         raise CorpusError(f"{path}: not a readable Parquet file ({exc})") from None
-    names = meta.schema_arrow.names
-    if text_field not in names:
-        raise CorpusError(f"{path}: no column '{text_field}' (columns: {', '.join(names)}; use --text-field)")
-    return [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
-
-
-def read_parquet(path: Path, text_field: str, id_field: str, row_groups: tuple[int, int] | None = None,
-                 batch_rows: int = 4096) -> Iterator[Record]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
-        parquet = pq.ParquetFile(path)
-    except (pa.ArrowException, OSError) as exc:
+        names = meta.schema_arrow.names
+        if text_field not in names:
+            raise CorpusError(f"{path}: no column '{text_field}' (columns: {', '.join(names)}; use --text-field)")
+        return names, [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    finally:
+        meta.close()
+
+
+def read_parquet(path: PathLike, text_field: str, id_field: str, row_groups: tuple[int, int] | None = None,
+                 batch_rows: int = 4096) -> Iterator[Record]:
+    try:
+        parquet = open_parquet(path)
+    except Exception as exc:
         yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
         return
+    try:
+        yield from _parquet_rows(parquet, path, text_field, id_field, row_groups, batch_rows)
+    finally:
+        parquet.close()
+
+
+def _parquet_rows(parquet, path, text_field, id_field, row_groups, batch_rows) -> Iterator[Record]:
     names = parquet.schema_arrow.names
     if text_field not in names:
         yield BadRecord(f"{path}:row0", f"no column '{text_field}' (columns: {', '.join(names)})")
@@ -196,12 +217,14 @@ def read_parquet(path: Path, text_field: str, id_field: str, row_groups: tuple[i
             for text, rid in zip(texts, ids):
                 position = f"{path}:row{row}"
                 row += 1
-                yield _parquet_record(position, text, rid, text_field)
-    except pa.ArrowException as exc:
-        yield BadRecord(f"{path}:row{row}", f"corrupt Parquet data from here on ({exc})")
+                yield column_record(position, text, rid, text_field)
+    except Exception as exc:  # corrupt data, or a remote read that failed mid-file
+        yield BadRecord(f"{path}:row{row}", f"unreadable Parquet data from here on ({type(exc).__name__}: {exc})")
 
 
-def _parquet_record(position: str, text, rid, text_field: str) -> Record:
+def column_record(position: str, text, rid, text_field: str) -> Record:
+    """A record from a column store (Parquet, ``datasets``): a sample, or a bad record
+    for a null, non-text or non-UTF-8 text value."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -213,7 +236,7 @@ def _parquet_record(position: str, text, rid, text_field: str) -> Record:
     return scalar_checked(position, Sample.plain(str(rid) if rid is not None else position, text), text)
 
 
-def read_file(path: Path, text_field: str, id_field: str) -> Iterator[Record]:
+def read_file(path: PathLike, text_field: str, id_field: str) -> Iterator[Record]:
     suffix = base_suffix(path)
     if suffix in TEXT_SUFFIXES:
         return read_text(path)
@@ -221,4 +244,4 @@ def read_file(path: Path, text_field: str, id_field: str) -> Iterator[Record]:
         return read_jsonl(path, text_field, id_field)
     if suffix in PARQUET_SUFFIXES:
         return read_parquet(path, text_field, id_field)
-    raise CorpusError(f"{path}: unsupported file type (use .txt, .jsonl, .ndjson, .parquet; .gz/.zst compressed)")
+    raise CorpusError(f"{path}: unsupported file type (use .txt, .jsonl, .ndjson, .parquet; .gz/.zst/.zstd compressed)")

@@ -5,14 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
-from verify.corpora import files
+from verify.corpora import files, remote
 from verify.sample import BadRecord, Sample
 
 
 def read_shard(shard) -> Iterator[Sample | BadRecord]:
     if shard.kind == "generated":
         return _generated(shard)
-    path = Path(shard.path)
+    if shard.kind in ("traces", "agent"):  # sessions, not samples: replayed turn by turn
+        from verify.corpora.traces.sources import read_trace_shard
+
+        return read_trace_shard(shard)
+    if shard.kind == "hf":
+        from verify.corpora.hf_datasets import read_hf_shard
+
+        return read_hf_shard(shard)
+    path = shard.path if remote.is_url(shard.path) else Path(shard.path)
     if shard.kind == "file":
         return files.read_file(path, shard.text_field, shard.id_field)
     if shard.kind == "byte-range":

@@ -4,29 +4,36 @@ A shard is a small picklable descriptor with a stable id, re-creatable from its
 descriptor alone on any machine (``Shard.from_json(shard.to_json())``):
 
   generated    an index range of the generated corpus (seed, documents, long_documents)
-  file         a whole file (compressed files, small files)
+  file         a whole file (compressed files, small files, remote Parquet files)
   byte-range   the lines of an uncompressed .txt/.jsonl file whose first byte is in [start, stop)
-  row-groups   a range of a Parquet file's row groups
+  row-groups   a range of a local Parquet file's row groups
+  hf           one shard of a ``datasets`` dataset (``verify.corpora.hf_datasets``):
+               ``path`` the dataset, ``extra`` its config, split, shard index and count
+
+A file shard's ``path`` is a local path or an fsspec URL (``verify.corpora.remote``);
+``extra`` carries source-specific fields, e.g. a partitioned corpus' partition fields
+(``{"quality": "high", "kind": "actual"}``), so results can say where they came from.
 
 ``limit`` caps the records read from the shard (``--limit`` on the corpus);
 ``sample_rate``/``sample_seed`` keep a deterministic fraction of its records
 (``--sample``): whether a record is kept depends only on the seed and the
-record's position, so every executor and every resume picks the same ones.
+record's sample id (its id field, else its position; a bad record's position), so
+every shard kind, every executor and every resume picks the same ones.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, Iterator
 
 import xxhash
 
-from verify.corpora import files
+from verify.corpora import files, remote
+from verify.corpora.remote import PathLike
 from verify.sample import BadRecord, Sample
 
-KINDS = ("generated", "file", "byte-range", "row-groups")
+KINDS = ("generated", "file", "byte-range", "row-groups", "hf")
 SPLIT_BYTES = 64 << 20  # uncompressed text/JSONL files above this are read by byte ranges
 MIN_SHARD_ROWS = 10_000  # consecutive small Parquet row groups are joined up to this many rows
 GENERATED_SHARD_DOCUMENTS = 16
@@ -52,10 +59,16 @@ class Shard:
         if self.kind == "generated":
             seed = self.generator[0] if self.generator else 0
             base = f"generated:{seed}[{self.start}:{self.stop}]"
-        elif self.kind == "file":
+        elif self.kind in ("file", "traces"):
             base = self.path
+        elif self.kind == "agent":
+            base = f"agent:{self.extra.get('seed', 0)}[{self.start}:{self.stop}]"
         elif self.kind == "byte-range":
             base = f"{self.path}@{self.start}-{self.stop}"
+        elif self.kind == "hf":
+            from verify.corpora.hf_datasets import shard_id
+
+            base = shard_id(self)
         else:
             base = f"{self.path}#rg{self.start}-{self.stop}"
         return base + (f"|limit={self.limit}" if self.limit is not None else "")
@@ -89,7 +102,8 @@ class Shard:
         return replace(self, limit=limit)
 
 
-def _position(record: Sample | BadRecord) -> str:
+def _position(record) -> str:
+    """Where a record is (a sample's or a session's id, a bad record's position)."""
     return record.position if isinstance(record, BadRecord) else record.id
 
 
@@ -111,11 +125,20 @@ def generated_shards(source: str, seed: int, documents: int, long_documents: int
             for a in range(0, total, per_shard)]
 
 
-def file_shards(source: str, path: Path, text_field: str, id_field: str) -> list[Shard]:
+def file_shards(source: str, path: PathLike, text_field: str, id_field: str, *, size: int | None = None,
+                extra: dict[str, Any] | None = None) -> list[Shard]:
+    """The shards of one file. A local Parquet file is cut by row groups (its footer is
+    read); a remote one is one shard, opened only when it runs (the caller checks one
+    file's columns). An uncompressed text/JSONL file above ``SPLIT_BYTES`` is cut into
+    byte ranges (``size``: from the listing, else asked for)."""
+    url = remote.is_url(path)
+    common = {"source": source, "path": path if url else str(path), "text_field": text_field,
+              "id_field": id_field, "extra": dict(extra or {})}
     suffix = files.base_suffix(path)
-    common = {"source": source, "path": str(path), "text_field": text_field, "id_field": id_field}
     if suffix in files.PARQUET_SUFFIXES:
-        rows = files.parquet_columns(path, text_field)
+        if url:
+            return [Shard(kind="file", **common)]
+        _, rows = files.parquet_row_groups(path, text_field)
         shards, first, count = [], 0, 0
         for i, n in enumerate(rows):
             count += n
@@ -123,8 +146,10 @@ def file_shards(source: str, path: Path, text_field: str, id_field: str) -> list
                 shards.append(Shard(kind="row-groups", start=first, stop=i + 1, **common))
                 first, count = i + 1, 0
         return shards or [Shard(kind="row-groups", start=0, stop=0, **common)]
-    size = path.stat().st_size
-    if files.is_compressed(path) or size <= SPLIT_BYTES:
+    if files.is_compressed(path):
+        return [Shard(kind="file", **common)]
+    size = remote.size(path) if size is None else size
+    if size <= SPLIT_BYTES:
         return [Shard(kind="file", **common)]
     return [Shard(kind="byte-range", start=a, stop=min(a + SPLIT_BYTES, size), **common)
             for a in range(0, size, SPLIT_BYTES)]
@@ -137,10 +162,11 @@ def count_records(shard: Shard) -> int:
         if shard.kind == "generated":
             return shard.stop - shard.start
         if shard.kind == "row-groups":
-            import pyarrow.parquet as pq
-
-            meta = pq.ParquetFile(shard.path).metadata
-            return sum(meta.row_group(i).num_rows for i in range(shard.start, shard.stop))
+            parquet = files.open_parquet(shard.path)
+            try:
+                return sum(parquet.metadata.row_group(i).num_rows for i in range(shard.start, shard.stop))
+            finally:
+                parquet.close()
     return sum(1 for _ in shard.with_limit(None).records())
 
 

@@ -146,6 +146,10 @@ class Adapter:
         """The bytes of each token; only called when ``capabilities.decode``."""
         raise NotImplementedError
 
+    def open_session(self, state: bytes | None = None):
+        """A stateful session (``verify.engines.sessions``); only when ``capabilities.sessions``."""
+        raise NotImplementedError(f"{self.spec} has no sessions")
+
     # --- provided ---------------------------------------------------------
     def encode_batch(self, samples: Sequence[Sample]) -> list[np.ndarray]:
         if self.capabilities.segments:

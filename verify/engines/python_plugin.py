@@ -8,6 +8,12 @@ only: it is never asked to emit special tokens, so samples with an
 
 An object that also has ``encode_segments(segments: list[tuple[str, bool]])``
 and sets ``supports_special = True`` is driven with segments instead.
+
+An object with ``open_session()`` is a stateful engine too: the session object's
+``append(text)`` returns the ids of the whole transcript so far (optionally
+``state() -> bytes`` and ``open_session(state)`` to resume; see
+``verify.engines.sessions``). ``encode_batch`` may then be left out: a stateless
+encode opens a session, appends the text and closes it.
 """
 
 from __future__ import annotations
@@ -40,17 +46,38 @@ class PythonPluginEngine(Adapter):
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
         self.engine = load_factory(target)()
-        if not callable(getattr(self.engine, "encode_batch", None)):
-            raise ConfigError(f"'{target}' returned {type(self.engine).__name__}, which has no encode_batch(texts)")
+        self._sessions = callable(getattr(self.engine, "open_session", None))
+        if not callable(getattr(self.engine, "encode_batch", None)) and not self._sessions:
+            raise ConfigError(f"'{target}' returned {type(self.engine).__name__}, which has neither "
+                              "encode_batch(texts) nor open_session()")
         self.name = getattr(self.engine, "name", None) or target
-        if getattr(self.engine, "supports_special", False) and callable(getattr(self.engine, "encode_segments", None)):
+        special = getattr(self.engine, "supports_special", False) and \
+            callable(getattr(self.engine, "encode_segments", None))
+        if special or self._sessions:
             # Declared by the plugin itself; an instance attribute shadows the class default.
-            self.capabilities = Capabilities(special_tokens=True, segments=True, decode=False)
+            self.capabilities = Capabilities(special_tokens=bool(special), segments=bool(special), decode=False,
+                                             sessions=self._sessions)
 
     def encode_texts(self, texts, allow_special):
         if allow_special and self.capabilities.segments:  # the plugin's own special-token path
             return [as_token_array(self.engine.encode_segments([(t, True)])) for t in texts]
+        if not callable(getattr(self.engine, "encode_batch", None)):  # a session-only plugin
+            return [self._encode_in_session(t) for t in texts]
         return [as_token_array(ids) for ids in self.engine.encode_batch(list(texts))]
+
+    def _encode_in_session(self, text: str):
+        session = self.engine.open_session()
+        try:
+            return as_token_array(session.append(text))
+        finally:
+            if callable(getattr(session, "close", None)):
+                session.close()
+
+    def open_session(self, state: bytes | None = None):
+        from verify.engines.sessions import PluginSession
+
+        inner = self.engine.open_session(state) if state is not None else self.engine.open_session()
+        return PluginSession(inner, special=self.capabilities.special_tokens)
 
     def encode_segments(self, segments):
         return as_token_array(self.engine.encode_segments([(s.text, s.allow_special) for s in segments]))

@@ -9,6 +9,13 @@ engine declares it cannot handle (``capabilities``) are ``Skipped`` without aski
 ``encode`` is the two in one. ``encode_concurrent`` runs the same batch from
 several threads at once inside the engine's own process (the metamorphic
 thread-safety check).
+
+Sessions (engines with ``capabilities.sessions``, ``verify.engines.sessions``) live
+inside the executor, named by a key the caller chooses: ``open_session(key, state)``,
+``session_append(key, segments) -> SessionUpdate | Failure``, ``session_state(key)``,
+``close_session(key)``. A session of an isolated engine lives in its worker; when the
+worker dies, that append is a ``crash`` failure and every session it held is lost
+(later calls on them fail with ``SessionLost``), while the executor goes on.
 """
 
 from __future__ import annotations
@@ -18,8 +25,8 @@ from typing import Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
-from verify.outcome import SKIPPED, Outcome
-from verify.sample import Sample
+from verify.outcome import SKIPPED, Failure, Outcome
+from verify.sample import Sample, Segment
 
 
 @runtime_checkable
@@ -38,6 +45,14 @@ class Executor(Protocol):
     def encode_concurrent(self, samples: Sequence[Sample], threads: int) -> list[list[Outcome]]: ...
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None: ...
+
+    def open_session(self, key: str, state: bytes | None = None) -> "Failure | None": ...
+
+    def session_append(self, key: str, segments: Sequence[Segment]) -> "SessionUpdate | Failure": ...
+
+    def session_state(self, key: str) -> "bytes | None | Failure": ...
+
+    def close_session(self, key: str) -> None: ...
 
     def identity(self) -> EngineIdentity: ...
 
@@ -91,6 +106,21 @@ class ExecutorBase:
                 out[i] = outcome
             merged.append(out)
         return merged
+
+    def _no_sessions(self) -> Failure:
+        return Failure("error", "NoSessions", f"{self.spec} has no stateful sessions")
+
+    def open_session(self, key: str, state: bytes | None = None) -> Failure | None:
+        return self._no_sessions()
+
+    def session_append(self, key: str, segments: Sequence[Segment]):
+        return self._no_sessions()
+
+    def session_state(self, key: str):
+        return self._no_sessions()
+
+    def close_session(self, key: str) -> None:
+        return None
 
     # --- to implement -------------------------------------------------------
     def _submit(self, samples: list[Sample]) -> None:

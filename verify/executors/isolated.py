@@ -60,6 +60,15 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
             conn.send(("ok", executor._encode_concurrent(samples, threads)))
         elif op == "token_bytes":
             conn.send(("ok", executor.token_bytes(payload)))
+        elif op == "open_session":
+            conn.send(("ok", executor.open_session(*payload)))
+        elif op == "session_append":
+            conn.send(("ok", executor.session_append(*payload)))
+        elif op == "session_state":
+            conn.send(("ok", executor.session_state(payload)))
+        elif op == "close_session":
+            executor.close_session(payload)
+            conn.send(("ok", None))
         elif op == "run_notes":
             conn.send(("ok", executor.run_notes()))
         elif op == "close":
@@ -85,6 +94,8 @@ class IsolatedExecutor(ExecutorBase):
         self._stderr.close()
         self._pending: list[Sample] = []
         self._sent_at: float | None = None
+        self._open: set[str] = set()  # sessions in the current worker
+        self._lost: dict[str, str] = {}  # sessions a dead worker took with it -> why
         self.capabilities: Capabilities
         self._identity: EngineIdentity
         try:
@@ -123,6 +134,9 @@ class IsolatedExecutor(ExecutorBase):
     def _restart(self) -> None:
         self._kill()
         self.restarts += 1
+        for key in self._open:
+            self._lost.setdefault(key, "the engine's worker died or hung at an earlier turn")
+        self._open.clear()
         self._start()
 
     def _death(self) -> str:
@@ -199,6 +213,39 @@ class IsolatedExecutor(ExecutorBase):
         kind, kind_type = ("timeout", "Timeout") if status == "timeout" else ("crash", "WorkerDied")
         failure = Failure(kind, kind_type, f"{threads} threads at once: {value}")
         return [[failure] * len(samples) for _ in range(threads)]
+
+    # --- sessions (they live in the worker) ------------------------------------------------
+    def _session_call(self, op: str, key: str, payload):
+        if key in self._lost:
+            return Failure("error", "SessionLost", self._lost[key])
+        status, value = self._call(op, payload, self.timeout_s)
+        if status == "ok":
+            return value
+        self._restart()
+        if status == "timeout":
+            return Failure("timeout", "Timeout", f"session {op} did not answer within {self.timeout_s:g} s")
+        return Failure("crash", "WorkerDied", value or "worker died")
+
+    def open_session(self, key: str, state: bytes | None = None):
+        if not self.capabilities.sessions:
+            return self._no_sessions()
+        self._lost.pop(key, None)
+        result = self._session_call("open_session", key, (key, state))
+        if result is None:
+            self._open.add(key)
+        return result
+
+    def session_append(self, key: str, segments):
+        return self._session_call("session_append", key, (key, list(segments)))
+
+    def session_state(self, key: str):
+        return self._session_call("session_state", key, key)
+
+    def close_session(self, key: str) -> None:
+        if key in self._open:
+            self._session_call("close_session", key, key)
+            self._open.discard(key)
+        self._lost.pop(key, None)
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
         if not self.capabilities.decode:

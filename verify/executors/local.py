@@ -65,6 +65,7 @@ class LocalExecutor(ExecutorBase):
         self.restarts = 0  # never restarted: a crash here ends the process
         self.timeout_s = None  # a hang here cannot be interrupted
         self._pending: list[Sample] = []
+        self._sessions: dict[str, object] = {}
         self.batch_fallbacks = 0  # batch calls that raised although every sample alone encoded
         self._first_fallback = ""
 
@@ -87,6 +88,54 @@ class LocalExecutor(ExecutorBase):
     def _encode_concurrent(self, samples: list[Sample], threads: int) -> list[list[Outcome]]:
         with ThreadPoolExecutor(max_workers=threads) as pool:
             return list(pool.map(lambda _: self.encode_runnable(samples), range(threads)))
+
+    # --- sessions ---------------------------------------------------------------------
+    def open_session(self, key: str, state: bytes | None = None) -> Failure | None:
+        if not self.capabilities.sessions:
+            return self._no_sessions()
+        try:
+            self._sessions[key] = self.engine.open_session(state)
+        except _NOT_OURS:
+            raise
+        except BaseException as exc:
+            return failure_from(exc)
+        return None
+
+    def session_append(self, key: str, segments):
+        from verify.engines.sessions import SessionUpdate
+
+        session = self._sessions.get(key)
+        if session is None:
+            return Failure("error", "SessionLost", f"no open session {key!r}")
+        try:
+            update = session.append(list(segments))
+            if not isinstance(update, SessionUpdate):
+                raise TypeError(f"append returned {type(update).__name__}, not a SessionUpdate")
+            update.ids = as_token_array(update.ids)
+            return update
+        except _NOT_OURS:
+            raise
+        except BaseException as exc:
+            return failure_from(exc)
+
+    def session_state(self, key: str):
+        session = self._sessions.get(key)
+        if session is None:
+            return Failure("error", "SessionLost", f"no open session {key!r}")
+        try:
+            return session.state()
+        except _NOT_OURS:
+            raise
+        except BaseException as exc:
+            return failure_from(exc)
+
+    def close_session(self, key: str) -> None:
+        session = self._sessions.pop(key, None)
+        if session is not None:
+            try:
+                session.close()
+            except Exception:
+                pass
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes] | None:
         if not self.capabilities.decode:

@@ -46,6 +46,7 @@ class WorkerSetup:
     engine_options: EngineOptions
     batch_size: int = 64
     strict: bool = False
+    ledger_root: str | None = None  # --ledger: where the reference's recorded results are
 
 
 @dataclass
@@ -81,6 +82,15 @@ def _start_pool(setup: WorkerSetup) -> tuple[EnginePool, list]:
     return pool, executors
 
 
+def open_ledger(setup: WorkerSetup, reference):
+    """The reference's ledger for a worker (None without --ledger)."""
+    if not setup.ledger_root:
+        return None
+    from verify.ledger import Ledger
+
+    return Ledger.open(setup.ledger_root, reference.identity().as_dict())
+
+
 class InlineShards:
     def __init__(self, setup: WorkerSetup):
         self.setup = setup
@@ -91,13 +101,14 @@ class InlineShards:
 
     def start(self) -> Started:
         self.pool, self.executors = _start_pool(self.setup)
+        self.ledger = open_ledger(self.setup, self.executors[0])
         return Started(self.pool.identities(), dict(self.pool.not_loaded), [ex.spec for ex in self.executors])
 
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
         for index, shard in tasks:
             on_start(index)
             on_result(run_shard(index, shard, self.executors, batch_size=self.setup.batch_size,
-                                strict=self.setup.strict, worker="inline"))
+                                strict=self.setup.strict, worker="inline", ledger=self.ledger))
 
     def notes(self) -> dict[str, dict[str, Any]]:
         return self.pool.notes() if self.pool else {}
@@ -118,6 +129,7 @@ def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
                    isinstance(exc, VerifyError)))
         return
     try:
+        ledger = open_ledger(setup, executors[0])
         conn.send(("ready", pool.identities(), dict(pool.not_loaded), [ex.spec for ex in executors]))
         while True:
             try:
@@ -128,7 +140,7 @@ def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
                 _, index, shard = message
                 try:
                     result = run_shard(index, shard, executors, batch_size=setup.batch_size, strict=setup.strict,
-                                       worker=name)
+                                       worker=name, ledger=ledger)
                     conn.send(("result", result))
                 except VerifyError as exc:
                     conn.send(("shard-error", index, str(exc), True))
@@ -300,7 +312,24 @@ class ProcessShards:
         self._workers.clear()
 
 
-def make_shard_executor(setup: WorkerSetup, workers: int):
+@dataclass(frozen=True)
+class RayOptions:
+    """``--executor ray``: where the cluster is and how its actors are sized."""
+
+    address: str | None = None  # None: a local Ray on this machine's cores
+    actors: int | None = None  # engine actors (default: the cluster's CPUs // cpus_per_actor)
+    cpus_per_actor: float = 1.0
+
+
+def make_shard_executor(setup: WorkerSetup, workers: int, executor: str = "local", ray: RayOptions | None = None):
+    """The shard executor a run asked for: ``local`` (this process, or N worker processes)
+    or ``ray`` (actors of a Ray cluster, ``verify.executors.ray_shards``)."""
+    if executor == "ray":
+        from verify.executors.ray_shards import RayShards
+
+        return RayShards(setup, ray or RayOptions())
+    if executor != "local":
+        raise VerifyError(f"unknown executor '{executor}' (use local or ray)")
     if workers <= 1:
         return InlineShards(setup)
     return ProcessShards(setup, workers)

@@ -25,7 +25,7 @@ PLAN_FILE = "plan.json"
 
 # Options that change what a shard's result is; a resume must not change them.
 OUTPUT_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                  "timeout_s", "memory_limit_mb")
+                  "timeout_s", "memory_limit_mb", "where", "trace_format")
 
 
 @dataclass
@@ -40,6 +40,7 @@ class RunPlan:
     options: dict[str, Any]  # OUTPUT_OPTIONS
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, once started
     not_loaded: dict[str, str] = field(default_factory=dict)
+    traces: list[str] = field(default_factory=list)  # agent traces replayed turn by turn
 
     @property
     def specs(self) -> list[str]:
@@ -49,7 +50,7 @@ class RunPlan:
         return {"schema": SCHEMA, "keys_version": KEYS_VERSION, "reference": self.reference,
                 "requested": self.requested, "candidates": self.candidates, "optional": self.optional, "corpora": self.corpora,
                 "sources": self.sources, "options": self.options, "identities": self.identities,
-                "not_loaded": self.not_loaded,
+                "not_loaded": self.not_loaded, "traces": self.traces,
                 "shards": [s.to_json() for s in self.shards]}
 
     @classmethod
@@ -57,7 +58,8 @@ class RunPlan:
         return cls(reference=doc["reference"], requested=list(doc["requested"]), candidates=list(doc["candidates"]), optional=list(doc["optional"]),
                    corpora=list(doc["corpora"]), sources=list(doc["sources"]),
                    shards=[Shard.from_json(s) for s in doc["shards"]], options=dict(doc["options"]),
-                   identities=dict(doc.get("identities", {})), not_loaded=dict(doc.get("not_loaded", {})))
+                   identities=dict(doc.get("identities", {})), not_loaded=dict(doc.get("not_loaded", {})),
+                   traces=list(doc.get("traces", [])))
 
     def save(self, out: Path) -> None:
         path = out / PLAN_FILE
@@ -86,7 +88,8 @@ def check_same_run(saved: RunPlan, fresh: RunPlan, out: Path) -> None:
         raise UsageError(f"--resume {out}: the run used {what} {was!r}, this command asks for {now!r}; "
                          "results would mix, so start a new run (another --out) instead")
 
-    for name, flag in (("reference", "--reference"), ("requested", "--candidate"), ("corpora", "--corpus")):
+    for name, flag in (("reference", "--reference"), ("requested", "--candidate"), ("corpora", "--corpus"),
+                       ("traces", "--traces")):
         if getattr(saved, name) != getattr(fresh, name):
             refuse(flag, getattr(saved, name), getattr(fresh, name))
     for name in OUTPUT_OPTIONS:

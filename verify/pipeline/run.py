@@ -23,7 +23,7 @@ from verify.errors import CorpusError, UsageError
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
 from verify.executors.pool import EngineOptions
 from verify.executors.threads import threads_per_worker
-from verify.executors.workers import WorkerSetup, make_shard_executor
+from verify.executors.workers import RayOptions, WorkerSetup, make_shard_executor
 from verify.pipeline.plan import PLAN_FILE, RunPlan, check_same_engines, check_same_run, load_plan
 from verify.pipeline.sessions import append_session, read_sessions
 from verify.pipeline.shard_task import ShardResult
@@ -52,6 +52,13 @@ class RunOptions:
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
     workers: int = 1
+    executor: str = "local"  # local | ray
+    ray: RayOptions | None = None
+    corpus_root: str | None = None  # where named corpora with a root (nemotron-cc) live
+    where: dict[str, str] = field(default_factory=dict)  # partition filters (--where quality=high)
+    ledger: str | None = None  # --ledger DIR or URL: the reference's ids by input key
+    traces: list[str] | None = None  # agent traces to replay turn by turn (--traces PATH|agent:SEED)
+    trace_format: str | None = None
     progress: bool | None = None
     minimize_budget_s: float = 120.0  # seconds for triage (cluster + minimise findings); 0 disables
     resume: bool = False
@@ -61,7 +68,8 @@ class RunOptions:
         return {"text_field": self.text_field, "id_field": self.id_field, "limit": self.limit,  # None: the source's
                 "batch_size": self.batch_size or 64, "sample_rate": self.sample_rate,
                 "sample_seed": self.sample_seed or 0, "strict": bool(self.strict),
-                "timeout_s": self.timeout_s or DEFAULT_TIMEOUT_S, "memory_limit_mb": self.memory_limit_mb}
+                "timeout_s": self.timeout_s or DEFAULT_TIMEOUT_S, "memory_limit_mb": self.memory_limit_mb,
+                "where": dict(sorted(self.where.items())), "trace_format": self.trace_format}
 
     def engine_options(self) -> EngineOptions:
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
@@ -97,11 +105,14 @@ def _fill_from(saved: RunPlan, opts: RunOptions) -> None:
     opts.reference = opts.reference or saved.reference
     opts.candidates = opts.candidates or saved.requested
     opts.corpora = opts.corpora or saved.corpora
+    opts.traces = opts.traces or saved.traces
     o = saved.options
     for name in ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                 "timeout_s", "memory_limit_mb"):
+                 "timeout_s", "memory_limit_mb", "trace_format"):
         if getattr(opts, name) is None:
             setattr(opts, name, o.get(name))
+    if not opts.where:
+        opts.where = dict(o.get("where") or {})
 
 
 def build_plan(opts: RunOptions) -> RunPlan:
@@ -110,7 +121,8 @@ def build_plan(opts: RunOptions) -> RunPlan:
     defaults = run_defaults()
     opts.reference = opts.reference or defaults.get("reference")
     opts.candidates = opts.candidates or list(defaults.get("candidates", []))
-    opts.corpora = opts.corpora or [defaults.get("corpus", "default")]
+    opts.corpora = opts.corpora if opts.corpora is not None else [] if opts.traces else \
+        [defaults.get("corpus", "default")]
     if not opts.candidates:
         raise UsageError("no candidate engine: pass --candidate SPEC")
     if opts.reference in opts.candidates:
@@ -121,7 +133,8 @@ def build_plan(opts: RunOptions) -> RunPlan:
     options = opts.output_options()
     sources, shards = [], []
     for corpus in opts.corpora:
-        source = open_corpus(corpus, options["text_field"], options["id_field"])
+        source = open_corpus(corpus, options["text_field"], options["id_field"], root=opts.corpus_root,
+                             where=opts.where)
         listed = source.shards()
         if opts.sample_rate is not None:
             from dataclasses import replace
@@ -129,8 +142,14 @@ def build_plan(opts: RunOptions) -> RunPlan:
             listed = [replace(s, sample_rate=opts.sample_rate, sample_seed=options["sample_seed"]) for s in listed]
         shards.extend(apply_limit(listed, opts.limit))
         sources.append(source.describe())
+    for traces in opts.traces or []:
+        from verify.corpora.traces import open_traces
+
+        source = open_traces(traces, opts.trace_format)
+        shards.extend(apply_limit(source.shards(), opts.limit))
+        sources.append(source.describe())
     return RunPlan(opts.reference, list(opts.candidates), candidates, sorted(swept), list(opts.corpora), sources,
-                   shards, options)
+                   shards, options, traces=list(opts.traces or []))
 
 
 def _prepare_out(opts: RunOptions) -> RunPlan | None:
@@ -159,8 +178,8 @@ def run_job(opts: RunOptions) -> RunResult:
     if engine.threads is None and opts.workers > 1:
         engine = engine.with_(threads=threads_per_worker(opts.workers))
     setup = WorkerSetup(tuple(plan.specs), tuple(plan.optional), engine, plan.options["batch_size"],
-                        plan.options["strict"])
-    executor = make_shard_executor(setup, opts.workers)
+                        plan.options["strict"], opts.ledger)
+    executor = make_shard_executor(setup, opts.workers, opts.executor, opts.ray)
     started_engines = executor.start()
     try:
         if saved is not None:
@@ -173,12 +192,17 @@ def run_job(opts: RunOptions) -> RunResult:
         plan.not_loaded = started_engines.not_loaded
         opts.out.mkdir(parents=True, exist_ok=True)
         plan.save(opts.out)
-        return _run_shards(opts, plan, executor, resumed=saved is not None)
+        ledger = None
+        if opts.ledger:
+            from verify.ledger import Ledger
+
+            ledger = Ledger.open(opts.ledger, plan.identities[plan.reference])
+        return _run_shards(opts, plan, executor, resumed=saved is not None, ledger=ledger)
     finally:
         executor.close()
 
 
-def _run_shards(opts: RunOptions, plan: RunPlan, executor, resumed: bool) -> RunResult:
+def _run_shards(opts: RunOptions, plan: RunPlan, executor, resumed: bool, ledger=None) -> RunResult:
     out = opts.out
     store = ShardStore(out)
     shard_ids = [s.id for s in plan.shards]
@@ -192,6 +216,7 @@ def _run_shards(opts: RunOptions, plan: RunPlan, executor, resumed: bool) -> Run
     totals = store.totals(markers)
     committed = len(markers)
     interrupted = False
+    ledger_stats: dict[str, int] = {}
     last_manifest = [0.0]
 
     def live_manifest(force: bool = False) -> None:
@@ -201,9 +226,16 @@ def _run_shards(opts: RunOptions, plan: RunPlan, executor, resumed: bool) -> Run
             write_manifest(out, run_manifest(plan=plan, counts=totals.as_dict(), committed=committed,
                                              sessions=read_sessions(out), live=True))
 
-    with RunStatus(out, len(plan.shards), committed, terminal=opts.progress) as status:
+    where = "ray" if opts.executor == "ray" else f"local x{opts.workers}"
+    with RunStatus(out, len(plan.shards), committed, label=f"verify run [{where}]", terminal=opts.progress) as status:
         def on_result(result: ShardResult) -> None:
             nonlocal committed
+            if ledger is not None and result.ledger_entries:  # before the commit: a resume then finds them
+                from verify.ledger import partition_of
+
+                ledger.append(partition_of(result.shard_id), result.ledger_entries)
+            for name, n in result.ledger_stats.items():
+                ledger_stats[name] = ledger_stats.get(name, 0) + n
             store.commit(result)
             totals.add(result.counts)
             committed += 1
@@ -220,12 +252,13 @@ def _run_shards(opts: RunOptions, plan: RunPlan, executor, resumed: bool) -> Run
     failed = [{"index": f.index, "shard": f.shard_id, "reason": f.reason} for f in executor.failures]
     append_session(out, {"session": session, "finished": time.time(), "interrupted": interrupted,
                          "shards_run": committed - len(markers), "shards_redone": redone, "failed": failed,
-                         "events": list(executor.events), "engine_notes": notes})
+                         "events": list(executor.events), "engine_notes": notes,
+                         **({"ledger": {"root": opts.ledger, **ledger_stats}} if ledger is not None else {})})
     manifest = finalise(out, plan)
     if interrupted:
         raise KeyboardInterrupt
     if totals.samples == 0 and totals.bad_records == 0 and not failed:
-        raise CorpusError(f"the corpus produced no samples ({', '.join(plan.corpora)})")
+        raise CorpusError(f"the corpus produced no samples ({', '.join(plan.corpora + plan.traces)})")
     if opts.minimize_budget_s > 0:
         from verify.triage import run_triage
 

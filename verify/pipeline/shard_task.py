@@ -14,6 +14,8 @@ from verify.corpora.shards import Shard
 from verify.counts import Counts
 from verify.errors import CorpusError
 from verify.findings import bad_input_record
+from verify.keys import ids_digest, input_key
+from verify.outcome import Failure, Recorded, agree, is_ids
 from verify.sample import BadRecord, Sample
 
 MAX_BATCH_CHARS = 1 << 20
@@ -28,6 +30,8 @@ class ShardResult:
     stored_inputs: list[tuple[str, str]] = field(default_factory=list)  # (inputs/KEY.json, payload)
     seconds: float = 0.0
     worker: str = ""
+    ledger_entries: list[tuple[bytes, bytes, int]] = field(default_factory=list)  # new reference results
+    ledger_stats: dict[str, int] = field(default_factory=dict)  # hits, encoded, corrupt
 
 
 def batched(records: Iterable[Sample | BadRecord], max_samples: int = 64,
@@ -56,12 +60,65 @@ def encode_all(executors: Sequence, samples: list[Sample]) -> list[list]:
     return [ex.collect() for ex in executors]
 
 
+def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
+                       result: ShardResult) -> list[list]:
+    """Every engine on one batch, the reference only on inputs the ledger has no entry for.
+    Where a candidate does not match an entry, the reference encodes the input again: the
+    fresh ids stand (and locate the difference) when they match the entry; when they do not,
+    the entry is corrupt and the reference's outcome is a ``LedgerCorrupt`` failure, so the
+    sample is never counted verified."""
+    reference, candidates = executors[0], executors[1:]
+    keys = [bytes.fromhex(input_key(s.segments)) for s in samples]
+    misses = [i for i, k in enumerate(keys) if k not in recorded]
+    reference.submit([samples[i] for i in misses])
+    for ex in candidates:
+        ex.submit(samples)
+    fresh = reference.collect()
+    cand_outs = [ex.collect() for ex in candidates]
+    ref_out: list = [None] * len(samples)
+    for i, key in enumerate(keys):
+        if key in recorded:
+            digest, length = recorded[key]
+            ref_out[i] = Recorded(digest.hex(), length)
+    for i, outcome in zip(misses, fresh):
+        ref_out[i] = outcome
+        if is_ids(outcome):
+            result.ledger_entries.append((keys[i], bytes.fromhex(ids_digest(outcome)), int(outcome.size)))
+    stats = result.ledger_stats
+    stats["hits"] = stats.get("hits", 0) + len(samples) - len(misses)
+    stats["encoded"] = stats.get("encoded", 0) + len(misses)
+    recheck = [i for i, r in enumerate(ref_out) if isinstance(r, Recorded)
+               and any(is_ids(out[i]) and not agree(r, out[i]) for out in cand_outs)]
+    if recheck:
+        for i, outcome in zip(recheck, reference.encode([samples[i] for i in recheck])):
+            entry = ref_out[i]
+            if is_ids(outcome) and not entry.matches(outcome):
+                stats["corrupt"] = stats.get("corrupt", 0) + 1
+                outcome = Failure("error", "LedgerCorrupt",
+                                  f"the ledger records {entry.length} ids with digest {entry.digest} for this input; "
+                                  f"the reference now gives {outcome.size} ids with digest {ids_digest(outcome)} "
+                                  "(a corrupt ledger, or a reference that changed under the same identity)")
+            ref_out[i] = outcome
+    return [ref_out, *cand_outs]
+
+
 def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int = 64,
-              strict: bool = False, worker: str = "") -> ShardResult:
-    """``executors[0]`` is the reference. ``strict``: a bad record raises ``CorpusError``."""
+              strict: bool = False, worker: str = "", ledger=None) -> ShardResult:
+    """``executors[0]`` is the reference. ``strict``: a bad record raises ``CorpusError``.
+    ``ledger`` (a ``verify.ledger.Ledger`` of the reference): reuse what it recorded.
+    A shard of agent traces is replayed session by session (``session_task``)."""
+    if shard.kind in ("traces", "agent"):
+        from verify.pipeline.session_task import run_session_shard
+
+        return run_session_shard(index, shard, executors, strict=strict, worker=worker)
     started = time.monotonic()
     sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
     result = ShardResult(index, shard.id, Counts(), worker=worker)
+    recorded = None
+    if ledger is not None:
+        from verify.ledger import partition_of
+
+        recorded = ledger.lookup(partition_of(shard.id))
     for side in sides:
         result.counts.engine(side.spec)
     for batch in batched(shard.records(), batch_size):
@@ -77,7 +134,9 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
                 samples.append(record)
         if not samples:
             continue
-        delta, findings = compare_batch(samples, encode_all(executors, samples), sides, shard.source)
+        outcomes = encode_all(executors, samples) if recorded is None else \
+            encode_with_ledger(executors, samples, recorded, result)
+        delta, findings = compare_batch(samples, outcomes, sides, shard.source)
         result.counts.add(delta)
         for finding in findings:
             record, stored = finding.to_record()

@@ -1,7 +1,7 @@
 """Progress of a long run: a live line on the terminal (rich) and ``OUT/status``, one
 line another process or a CI log can read at any time (rewritten atomically).
 
-    running  57/126 shards  10,234 samples  1,234/s  2.10 MB/s  3 findings  ETA 0:01:23
+    running  verify run [local x2]  57/126 shards  10,234 samples  1,234/s  2.10 MB/s  3 findings  ETA 0:01:23
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ class RunStatus:
         done = self.done_before + self.done_now
         rate = self.done_now / elapsed
         eta = (self.total - done) / rate if rate > 0 and state == "running" else None
-        return (f"{state}  {done}/{self.total} shards  {c.samples:,} samples  {c.samples / elapsed:,.0f}/s  "
+        return (f"{state}  {self.label}  {done}/{self.total} shards  {c.samples:,} samples  {c.samples / elapsed:,.0f}/s  "
                 f"{c.bytes / elapsed / 1e6:,.2f} MB/s  {self._findings_total:,} findings"
                 + (f"  ETA {_eta(eta)}" if state == "running" else f"  {elapsed:,.1f} s"))
 
@@ -79,5 +79,4 @@ class RunStatus:
         tmp.write_text(line + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
         if self._progress:
-            self._progress.update(self._task, completed=self.done_before + self.done_now,
-                                  description=f"{self.label}  {line}")
+            self._progress.update(self._task, completed=self.done_before + self.done_now, description=line)

@@ -1,0 +1,62 @@
+"""Writing a regression case (``verify.regression/1``) from a divergence seen now.
+
+    doc = record_case(case_id, title, engine_exec, reference_exec, sample, notes=...)
+
+Encodes the sample on both executors, refuses when they agree (nothing to record),
+and returns the case document with both engines' versions, the vocabulary and its
+SHA-256, the first differing token, today's date and ``status: open``. The caller
+writes it to ``adversarial/regressions/<id>.json``; ``verify recheck`` replays it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from verify.compare import first_difference
+from verify.errors import UsageError
+from verify.outcome import Failure, agree, is_ids
+from verify.sample import Sample
+
+SCHEMA = "verify.regression/1"
+
+
+def _version(identity) -> str:
+    return f"{identity.package}=={identity.package_version}" if identity.package else identity.adapter
+
+
+def record_case(case_id: str, title: str, engine, reference, sample: Sample, notes: str = "") -> dict[str, Any]:
+    from verify.adversarial.regressions import ids_record
+
+    (expected,) = reference.encode([sample])
+    (actual,) = engine.encode([sample])
+    if isinstance(expected, Failure) or not is_ids(expected):
+        raise UsageError(f"the reference gives no ids for this input ({expected})")
+    if agree(expected, actual):
+        raise UsageError(f"{engine.spec} agrees with {reference.spec} on this input: no case to record")
+    e_ident, r_ident = engine.identity(), reference.identity()
+    doc: dict[str, Any] = {
+        "schema": SCHEMA, "id": case_id, "title": title, "engine": engine.spec, "reference": reference.spec,
+        "engine_version": _version(e_ident), "reference_version": _version(r_ident),
+        "vocab": r_ident.vocab, "vocab_sha256": r_ident.vocab_sha256,
+        "input": [[s.text, s.allow_special] for s in sample.segments],
+        "expected": ids_record(expected),
+    }
+    if isinstance(actual, Failure):
+        doc["actual"] = None
+        doc["error"] = {"type": actual.type, "message": actual.message[:500]}
+    else:
+        doc["actual"] = ids_record(actual)
+        doc["token_index"] = first_difference(expected, actual)
+    doc.update({"status": "open", "found": datetime.date.today().isoformat(), "upstream": None, "notes": notes})
+    return doc
+
+
+def write_case(folder: Path, doc: dict[str, Any], overwrite: bool = False) -> Path:
+    path = Path(folder) / f"{doc['id']}.json"
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} exists already (choose another --id)")
+    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,225 @@
+"""Rooted, partitioned corpora (``kind = "partitioned"`` in corpora/*.toml), such as
+Nemotron-CC: data files below a root -- a directory or an fsspec URL -- in partition
+folders, listed without opening a single data file.
+
+The root is ``--corpus-root`` (``open_corpus(..., root=...)``), else the environment
+variable the table names (``root_env``), else the table's ``root``. The table lists
+``[[corpus.NAME.layouts]]``, tried in order unless ``layout`` names one:
+
+  paths_file   a file at the root listing one relative path per line (``.gz``/``.zst``
+               read as such), used when present: a 31,279-line list instead of walking
+               an object store; leading folders the mirror does not have are dropped
+               (``contrib/Nemotron/Nemotron-CC/data-jsonl/...`` -> ``data-jsonl/...``)
+  patterns     globs relative to the root (``**`` any folders, ``*`` within one,
+               ``{name}`` one folder or name part captured as a field), for the walk
+  text_field, id_field   the record fields (``id_field`` may list candidates: the
+               first column a Parquet layout has; JSON layouts use the first)
+
+Partition fields are every ``key=value`` path component (hive style) plus every
+``{name}`` the matching pattern captured. ``where`` (``--where quality=high``, values
+``a,b`` for either) keeps the matching files at listing time; each shard carries its
+file's fields in ``Shard.extra``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterable
+
+from verify.corpora import files, remote
+from verify.corpora.remote import PathLike
+from verify.corpora.shards import file_shards
+from verify.errors import ConfigError, CorpusError, UsageError
+
+Listed = tuple[str, "int | None", dict[str, str]]  # (relative path, size or None, partition fields)
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    patterns: tuple[str, ...]
+    paths_file: str | None = None
+    text_field: str = "text"
+    id_fields: tuple[str, ...] = ("id",)
+
+    def match(self, relative: str) -> dict[str, str] | None:
+        """The pattern fields of a path the layout holds, else None."""
+        for regex in _compiled(self.patterns):
+            found = regex.fullmatch(relative)
+            if found:
+                return found.groupdict()
+        return None
+
+
+def _compiled(patterns: tuple[str, ...]) -> list[re.Pattern]:
+    return [compile_pattern(p) for p in patterns]
+
+
+@lru_cache(maxsize=64)
+def compile_pattern(pattern: str) -> re.Pattern:
+    """``**/`` any folders (none included), ``*`` / ``?`` within one component,
+    ``{name}`` a named field (no ``/``); everything else literal."""
+    out = []
+    for token in re.findall(r"\*\*/|\*\*|\*|\?|\{[A-Za-z_][A-Za-z0-9_]*\}|[^*?{]+|\{", pattern):
+        if token == "**/":
+            out.append(r"(?:[^/]+/)*")
+        elif token == "**":
+            out.append(r".*")
+        elif token == "*":
+            out.append(r"[^/]*")
+        elif token == "?":
+            out.append(r"[^/]")
+        elif token.startswith("{") and token.endswith("}"):
+            out.append(f"(?P<{token[1:-1]}>[^/]+?)")
+        else:
+            out.append(re.escape(token))
+    return re.compile("".join(out))
+
+
+def hive_fields(relative: str) -> dict[str, str]:
+    """``key=value`` folders of a relative path, in path order."""
+    fields: dict[str, str] = {}
+    for part in relative.split("/")[:-1]:
+        key, sep, value = part.partition("=")
+        if sep and key:
+            fields[key] = value
+    return fields
+
+
+def layouts_of(name: str, table: dict[str, Any]) -> list[Layout]:
+    where = table.get("_file", "corpora/")
+    found = []
+    for body in table.get("layouts", []):
+        if not isinstance(body, dict) or "name" not in body or not body.get("patterns"):
+            raise ConfigError(f"corpus '{name}' ({where}): every [[layouts]] needs 'name' and 'patterns'")
+        ids = body.get("id_field", table.get("id_field", "id"))
+        found.append(Layout(str(body["name"]), tuple(body["patterns"]), body.get("paths_file"),
+                            str(body.get("text_field", table.get("text_field", "text"))),
+                            tuple(ids) if isinstance(ids, list) else (str(ids),)))
+    if not found:
+        raise ConfigError(f"corpus '{name}' ({where}) lists no [[corpus.{name}.layouts]]")
+    return found
+
+
+def resolve_root(name: str, table: dict[str, Any], root: str | None) -> PathLike:
+    env = table.get("root_env")
+    value = root or (os.environ.get(env) if env else None)
+    if not value and table.get("root"):
+        try:
+            value = string.Template(table["root"]).substitute(os.environ)
+        except KeyError:
+            value = None
+    if not value:
+        hint = f" or set the environment variable {env}" if env else ""
+        raise ConfigError(f"corpus '{name}' ({table.get('_file', 'corpora/')}) needs a root: "
+                          f"pass --corpus-root DIR|URL{hint}")
+    if remote.is_url(value):
+        return value.rstrip("/")
+    path = os.path.abspath(os.path.expanduser(value))
+    if not os.path.isdir(path):
+        raise CorpusError(f"corpus '{name}': root {value} is not a directory")
+    return path
+
+
+# --- listing -----------------------------------------------------------------------
+
+def read_paths_file(path: PathLike) -> list[str]:
+    try:
+        with files.open_binary(path) as fh:
+            lines = [line.decode("utf-8").strip() for line in fh]
+    except Exception as exc:  # a corrupt .gz, a vanished object, bad UTF-8
+        raise CorpusError(f"{path}: unreadable paths file ({type(exc).__name__}: {exc})") from None
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def rebase(root: PathLike, relative: str) -> int:
+    """How many leading folders of the paths file's lines to drop: the fewest that make
+    the first (selected) line exist under the root. Lines written against another base
+    (``contrib/Nemotron/Nemotron-CC/data-jsonl/quality=high/...`` in Common Crawl's file)
+    then resolve in a mirror rooted anywhere; partition folders are never dropped."""
+    parts = relative.split("/")
+    first_field = next((i for i, part in enumerate(parts[:-1]) if "=" in part), len(parts) - 1)
+    for k in range(first_field + 1):
+        if remote.exists(remote.join(root, "/".join(parts[k:]))):
+            return k
+    raise CorpusError(f"{remote.join(root, relative)}: listed in the paths file but not found under the root "
+                      "(nor any tail of its path)")
+
+
+def list_layout(root: PathLike, layouts: list[Layout], chosen: str) -> tuple[Layout, str, list[Listed]]:
+    """The layout that holds the root, how it was listed, and its files."""
+    walked: list[tuple[str, int | None]] | None = None
+    for layout in layouts:
+        if chosen not in ("auto", layout.name):
+            continue
+        if layout.paths_file:
+            paths_file = remote.join(root, layout.paths_file)
+            if remote.is_file(paths_file):
+                listed = []
+                for line in sorted(read_paths_file(paths_file), key=remote.sort_key):  # as a walk lists
+                    listed.append((line, None, {**hive_fields(line), **(layout.match(line) or {})}))
+                return layout, f"paths file {layout.paths_file}", listed
+        if walked is None:
+            walked = list(remote.walk(root))
+        listed = [(rel, size, {**hive_fields(rel), **fields})
+                  for rel, size in walked if (fields := layout.match(rel)) is not None]
+        if listed:
+            return layout, "walk", listed
+    names = [layout.name for layout in layouts]
+    if chosen != "auto" and chosen not in names:
+        raise ConfigError(f"layout '{chosen}' is not one of {', '.join(names)}")
+    tried = "; ".join(f"{layout.name}: {layout.paths_file + ' or ' if layout.paths_file else ''}"
+                      f"{', '.join(layout.patterns)}" for layout in layouts if chosen in ("auto", layout.name))
+    raise CorpusError(f"{root}: no corpus files in any known layout ({tried})")
+
+
+def field_values(listed: Iterable[Listed]) -> dict[str, list[str]]:
+    values: dict[str, set[str]] = {}
+    for _, _, fields in listed:
+        for key, value in fields.items():
+            values.setdefault(key, set()).add(value)
+    return {key: sorted(vals) for key, vals in values.items()}
+
+
+def select(name: str, listed: list[Listed], where: dict[str, str], known: dict[str, list[str]]) -> list[Listed]:
+    """The files whose partition fields match every ``where`` (``a,b``: either value)."""
+    for key in where:
+        if key not in known:
+            fields = ", ".join(known) if known else "none"
+            raise UsageError(f"--where {key}=...: corpus '{name}' has no field '{key}' (its fields: {fields})")
+    wanted = {key: set(value.split(",")) for key, value in where.items()}
+    kept = [item for item in listed if all(item[2].get(k) in vals for k, vals in wanted.items())]
+    if not kept:
+        spelled = " ".join(f"{k}={v}" for k, v in where.items())
+        seen = "; ".join(f"{k}: {', '.join(known[k])}" for k in where)
+        raise CorpusError(f"--where {spelled}: no file of corpus '{name}' matches ({seen})")
+    return kept
+
+
+def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, where: dict[str, str] | None,
+                       text_field: str | None, id_field: str | None):
+    from verify.corpora.sources import Source
+
+    base = resolve_root(name, table, root)
+    layout, how, listed = list_layout(base, layouts_of(name, table), str(table.get("layout", "auto")))
+    known = field_values(listed)
+    kept = select(name, listed, dict(where or {}), known) if where else listed
+    drop = rebase(base, kept[0][0]) if how.startswith("paths file") else 0
+    paths = [(remote.join(base, "/".join(rel.split("/")[drop:])), size, fields) for rel, size, fields in kept]
+    text = text_field or layout.text_field
+    ids = (id_field,) if id_field else layout.id_fields
+    chosen_id = ids[0]
+    first = paths[0][0]
+    if files.base_suffix(first) in files.PARQUET_SUFFIXES:  # one footer: a wrong field fails before any engine
+        names, _ = files.parquet_row_groups(first, text)
+        chosen_id = next((c for c in ids if c in names), ids[0])
+    shards = [s for path, size, fields in paths
+              for s in file_shards(name, path, text, chosen_id, size=size, extra=fields)]
+    description = {"kind": "partitioned", "root": str(base), "layout": layout.name, "listing": how,
+                   "files": len(kept), "files_listed": len(listed), "fields": known,
+                   "where": dict(sorted((where or {}).items())), "text_field": text, "id_field": chosen_id}
+    return Source(name, description, shards)

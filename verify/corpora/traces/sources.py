@@ -1,0 +1,76 @@
+"""Trace sources: ``--traces PATH|agent:SEED`` with ``--format``, listed as shards.
+
+A trace file (or every trace file under a directory or glob) is one shard of kind
+``traces`` (its format in ``Shard.extra["format"]``); ``agent:SEED`` is the
+generated agent-session corpus, shards of kind ``agent`` over session index ranges.
+Readers yield ``SessionTrace`` records, or ``BadRecord`` for what cannot be read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator
+
+from verify.corpora.shards import Shard
+from verify.corpora.sources import Source
+from verify.errors import ConfigError, CorpusError
+
+TRACE_KINDS = ("traces", "agent")
+# format name -> (module with ``read(path, shard) -> Iterator[SessionTrace | BadRecord]``, file suffixes)
+TRACE_FORMATS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "verify": ("verify.corpora.traces.verify_format", (".jsonl", ".jsonl.gz", ".jsonl.zst")),
+}
+AGENT_SESSIONS_PER_SHARD = 4
+
+
+def reader(fmt: str) -> Callable[[Path, Shard], Iterator]:
+    import importlib
+
+    if fmt not in TRACE_FORMATS:
+        raise ConfigError(f"unknown trace format '{fmt}' (known: {', '.join(sorted(TRACE_FORMATS))})")
+    return importlib.import_module(TRACE_FORMATS[fmt][0]).read
+
+
+def read_trace_shard(shard: Shard) -> Iterator:
+    if shard.kind == "agent":
+        from verify.corpora.traces.agent import generate_sessions
+
+        seed, sessions = shard.extra["seed"], shard.extra["sessions"]
+        return generate_sessions(seed, range(shard.start, shard.stop), sessions)
+    return reader(shard.extra["format"])(Path(shard.path), shard)
+
+
+def _files(value: str, suffixes: tuple[str, ...]) -> list[Path]:
+    path = Path(value).expanduser()
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.name.lower().endswith(suffixes))
+    else:
+        import glob
+
+        found = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+    if not found:
+        raise CorpusError(f"traces not found: {value} (no {'/'.join(suffixes)} files)")
+    return found
+
+
+def open_traces(value: str, fmt: str | None = None) -> Source:
+    """``agent:SEED[:SESSIONS]`` or trace files in ``fmt`` (default ``verify``)."""
+    if value == "agent" or value.startswith("agent:"):
+        parts = value.split(":")[1:]
+        if not all(p.isdigit() for p in parts) or len(parts) > 2:
+            raise ConfigError(f"agent traces are agent:SEED[:SESSIONS], got '{value}'")
+        seed = int(parts[0]) if parts else 0
+        sessions = int(parts[1]) if len(parts) > 1 else 40
+        from verify.corpora.traces.agent import describe
+
+        shards = [Shard(value, "agent", start=a, stop=min(a + AGENT_SESSIONS_PER_SHARD, sessions),
+                        extra={"seed": seed, "sessions": sessions})
+                  for a in range(0, sessions, AGENT_SESSIONS_PER_SHARD)]
+        return Source(value, {"kind": "agent-traces", **describe(seed, sessions)}, shards)
+    fmt = fmt or "verify"
+    reader(fmt)  # an unknown format fails before any file is listed
+    files = _files(value, TRACE_FORMATS[fmt][1])
+    shards = [Shard(value, "traces", path=str(p), extra={"format": fmt}) for p in files]
+    return Source(value, {"kind": "traces", "format": fmt, "files": [str(p) for p in files]}, shards)
