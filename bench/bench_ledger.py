@@ -8,9 +8,9 @@ Side by side, alternating, median of ``--repeat`` (engine start-up excluded ever
 with the ratios ledger/candidate-only (goal <= 1.1) and no-ledger/ledger. The reference is
 HuggingFace tokenizers, the candidate tiktoken -- the slow engine as reference, the fast one
 under test, as in a deploying team's night. The corpus is the default corpus' plain samples
-as Parquet files (16 rows each).
+as Parquet files (``--per-file`` rows each, ``--seeds`` generator seeds).
 
-    python bench/bench_ledger.py [--repeat 3] [--workers 2]
+    python bench/bench_ledger.py [--repeat 3] [--workers 2] [--per-file 500] [--seeds 4]
 """
 
 from __future__ import annotations
@@ -43,10 +43,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--per-file", type=int, default=500, help="records per Parquet file (= shard)")
+    parser.add_argument("--seeds", type=int, default=4, help="generator seeds (2,000 documents each)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        corpus = parquet_corpus(tmp)
+        # shards of 500 records (a real corpus' shards are files of 10^4-10^6 records: the ledger's
+        # per-shard partition read is amortised over them), 4 generator seeds, about 10 MB of text
+        corpus = parquet_corpus(tmp, per_file=args.per_file, seeds=tuple(range(args.seeds)))
         from verify.corpora import open_corpus
 
         shards = open_corpus(corpus).shards()

@@ -108,14 +108,15 @@ def harness(corpus: str, workers: int, isolate: bool) -> float:
         return session["finished"] - session["started"]
 
 
-def parquet_corpus(folder: Path, per_file: int = 16) -> str:
-    """The default corpus' plain samples as Parquet files of ``per_file`` rows (one shard each)."""
+def parquet_corpus(folder: Path, per_file: int = 16, seeds: tuple[int, ...] = (0,)) -> str:
+    """The default corpus' plain samples (one generator seed, or several for a bigger corpus)
+    as Parquet files of ``per_file`` rows (one shard each)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from verify.corpora.generated import generate
 
-    samples = [s for s in generate(0, 2000, 3) if s.is_plain]
+    samples = [s for seed in seeds for s in generate(seed, 2000, 3) if s.is_plain]
     folder = folder / "parquet"
     folder.mkdir()
     for n, i in enumerate(range(0, len(samples), per_file)):

@@ -104,3 +104,22 @@ def test_an_engine_that_fails_to_load_is_one_clear_line(tmp_path, planted, corpu
                    "--corpus", str(corpus), "--out", str(tmp_path / "o"))
     assert proc.returncode == 2
     assert len(proc.stderr.strip().splitlines()) == 1 and "nosuchfactory" in proc.stderr
+
+
+def test_a_call_between_submit_and_collect_gets_its_own_answer(tiny_spec):
+    """Pipelined callers (the vocabulary sweep) ask for token bytes while the next batch
+    encodes: each request on the worker's pipe must get its own reply."""
+    from verify.executors.isolated import IsolatedExecutor
+    from verify.sample import Sample
+
+    ex = IsolatedExecutor(tiny_spec, timeout_s=60)
+    try:
+        (first,) = ex.encode([Sample.plain("a", "hello world")])
+        ex.submit([Sample.plain("b", "numbers 12345"), Sample.plain("c", "x")])
+        pieces = ex.token_bytes(first)
+        assert b"".join(pieces) == b"hello world"
+        second = ex.collect()
+        assert len(second) == 2 and b"".join(ex.token_bytes(second[0])) == b"numbers 12345"
+        assert ex.restarts == 0
+    finally:
+        ex.close()

@@ -1,20 +1,25 @@
 """Allowlists: clusters a user has accepted, so that searching commands count them but
-do not report them again (``verify fuzz --allowlist FILE``).
+do not report them again (``verify fuzz --allowlist FILE``), and the nightly gate does
+not fail on them (``verify gate``, ``ci/allowlist.toml``).
 
 A cluster is named by its key (``verify.classify.signature_key``, the key triage
 groups findings by, e.g. ``ids/Zs+Ll/Common+Latin/space|letter`` or
-``error/ValueError``). The file is TOML, one ``[[allow]]`` row per accepted cluster::
+``error/ValueError``; the gate's own keys such as ``unicode/mismatch/unicode-17.0``
+are in ci/README.md). The file is TOML, one ``[[allow]]`` row per accepted cluster::
 
     [[allow]]
     engine = "^python:my_engine"        # regex on the engine spec (searched, not anchored; "" = any)
+    key = "ids/Sm+Ll/Common+Latin/symbol|letter"   # the exact cluster key, or instead:
     cluster = "^ids/Sm\\+"              # regex on the cluster key (searched, not anchored; "" = any)
     reason = "known: '<' handling, upstream #123"   # required: why it is accepted
+    link = "https://github.com/org/engine/issues/123"   # optional: where it is tracked
     expires = 2026-12-31                # optional TOML date (or "YYYY-MM-DD"): the row applies
                                         # up to and including that day, then it is ignored
 
-A row that has expired is kept in ``Allowlist.expired`` (commands list it in their
-manifest) but matches nothing. Unknown keys in a row are an error, so a typo does
-not silently widen or narrow a row.
+A row has ``key`` or ``cluster``, not both. A row that has expired is kept in
+``Allowlist.expired`` (commands list it in their manifest; the gate fails on it) but
+matches nothing (``match_expired`` says which expired row would have). Unknown keys
+in a row are an error, so a typo does not silently widen or narrow a row.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import Any
 
 from verify.errors import ConfigError
 
-ROW_KEYS = {"engine", "cluster", "reason", "expires"}
+ROW_KEYS = {"engine", "key", "cluster", "reason", "link", "expires"}
 
 
 @dataclass(frozen=True)
@@ -38,13 +43,23 @@ class AllowRule:
     reason: str
     expires: dt.date | None = None
     row: int = 0  # 1-based position in the file, for messages
+    key: str | None = None  # the exact cluster key (instead of the ``cluster`` regex)
+    link: str | None = None
 
     def matches(self, engine: str | None, key: str) -> bool:
-        return bool(self.engine.search(engine or "") and self.cluster.search(key))
+        if not self.engine.search(engine or ""):
+            return False
+        return key == self.key if self.key is not None else bool(self.cluster.search(key))
+
+    @property
+    def names(self) -> str:
+        """What the row accepts, as written: its key, or its cluster regex."""
+        return self.key if self.key is not None else self.cluster.pattern
 
     def as_dict(self) -> dict[str, Any]:
-        return {"row": self.row, "engine": self.engine.pattern, "cluster": self.cluster.pattern,
-                "reason": self.reason, "expires": self.expires.isoformat() if self.expires else None}
+        return {"row": self.row, "engine": self.engine.pattern, "key": self.key,
+                "cluster": None if self.key is not None else self.cluster.pattern, "reason": self.reason,
+                "link": self.link, "expires": self.expires.isoformat() if self.expires else None}
 
 
 @dataclass
@@ -56,6 +71,10 @@ class Allowlist:
     def match(self, engine: str | None, key: str) -> AllowRule | None:
         """The first rule (in file order) that accepts ``key`` for ``engine``, else None."""
         return next((rule for rule in self.rules if rule.matches(engine, key)), None)
+
+    def match_expired(self, engine: str | None, key: str) -> AllowRule | None:
+        """The first expired rule that would have accepted ``key`` for ``engine``, else None."""
+        return next((rule for rule in self.expired if rule.matches(engine, key)), None)
 
     def as_dict(self) -> dict[str, Any]:
         return {"path": str(self.path) if self.path else None, "rules": [r.as_dict() for r in self.rules],
@@ -108,8 +127,17 @@ def parse_allowlist(doc: dict[str, Any], where: str = "allowlist", today: dt.dat
         reason = row.get("reason")
         if not isinstance(reason, str) or not reason.strip():
             raise ConfigError(f"{at} needs a non-empty 'reason'")
-        rule = AllowRule(_regex(row, "engine", at), _regex(row, "cluster", at), reason.strip(),
-                         _date(row.get("expires"), at), i)
+        expires = _date(row.get("expires"), at)
+        if "key" in row and "cluster" in row:
+            raise ConfigError(f"{at}: give 'key' (the exact cluster key) or 'cluster' (a regex), not both")
+        key = row.get("key")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise ConfigError(f"{at}: 'key' must be a non-empty cluster key")
+        link = row.get("link")
+        if link is not None and not isinstance(link, str):
+            raise ConfigError(f"{at}: 'link' must be a string (a URL or a path)")
+        rule = AllowRule(_regex(row, "engine", at), _regex(row, "cluster", at), reason.strip(), expires, i, key,
+                         link)
         (allowlist.expired if rule.expires is not None and rule.expires < today else allowlist.rules).append(rule)
     return allowlist
 

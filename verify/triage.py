@@ -42,6 +42,7 @@ from verify.findings import describe_divergence, read_findings
 from verify.minimize import MinimiseResult, minimise
 from verify.outcome import Failure, differ
 from verify.sample import Sample
+from verify.session_minimize import minimized_session_fields
 
 CLUSTERS_SCHEMA = "verify.clusters/1"
 TRIAGE_SCHEMA = "verify.triage/1"
@@ -286,6 +287,18 @@ def _triage(out, pool, summary, rules, budget_s, per_cluster, started):
             restarts_before.setdefault(ex.spec, ex.restarts)
         if item.kind == "timeout" and (executor.timeout_s or 0) * TIMEOUT_PROBES > share:
             skipped[item.index] = SKIP_TIMEOUT_COST
+            continue
+        session = kept[item.index].get("session")
+        if item.kind == "ids" and session and executor.capabilities.sessions:
+            # a stateful engine's session finding: shrink the (prefix, append) pair
+            block = minimized_session_fields(session, load_record_input(kept[item.index], out), reference,
+                                             executor, share)
+            if block is None:
+                skipped[item.index] = SKIP_NOT_REPRODUCED
+                continue
+            minimized[item.index] = block
+            if item.cluster.example is None:
+                item.cluster.example = block
             continue
         predicate = still_fails(item.kind, reference, executor, item.error_type)
         result = minimise(load_record_input(kept[item.index], out), predicate, budget_s=share)

@@ -13,6 +13,9 @@ and ``warm``, started by two ``EnginePool``s so each has its own engine):
              (``Executor.encode_concurrent``) gives what one batch call gave
   roundtrip  for byte-level engines that declare ``capabilities.decode``: the
              concatenated ``token_bytes`` of the ids are the input's UTF-8
+  sessions   for stateful engines (``capabilities.sessions``): different append
+             scripts, a short and a long prefix, and a resumed session all give the
+             from-scratch ids (``verify.adversarial.session_checks``)
   stress     not per corpus batch: the serving shapes (a batch of 10^4-10^5 short samples
              in one call, inputs across the 25,000 / 400,000-character chunking thresholds),
              run once by ``verify.adversarial.stress_check`` with this checker's counts
@@ -46,7 +49,7 @@ from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
 from verify.pipeline.shard_task import batched
 from verify.sample import BadRecord, Sample, Segment
 
-CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "stress")
+CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "sessions", "stress")
 THREADS = 4
 
 # Text the warmed engine sees before the corpus: long runs, mixed scripts, special-token
@@ -228,6 +231,13 @@ class MetamorphicChecker:
         if "roundtrip" in self.checks and self.roundtrip:
             for sample, base in valid:
                 self._roundtrip(sample, base)
+
+        if "sessions" in self.checks and self.fresh.capabilities.sessions:
+            from verify.adversarial.session_checks import check_sessions
+
+            for sample, base in valid:
+                if sample.is_plain:
+                    check_sessions(self, sample, base)
         self.count_states(batch, baselines)
 
     def _threads(self, samples: list[Sample], batch_out: list[Outcome] | None) -> None:

@@ -23,8 +23,14 @@ def add_parser(sub) -> None:
                    help="the engine under test (stateful: toktier, repair:..., naive:..., a session plugin); "
                         "repeatable")
     p.add_argument("--reference", metavar="SPEC", help="the reference (from-scratch encodes; default tiktoken-cl100k)")
-    p.add_argument("--traces", action="append", required=True, metavar="PATH|agent:SEED", help="repeatable")
+    p.add_argument("--traces", action="append", metavar="PATH|agent:SEED", help="repeatable")
+    p.add_argument("--edits", type=int, metavar="N",
+                   help="instead of traces: N hypothesis edit scripts aimed at splice certificates "
+                        "(verify.adversarial.session_fuzz), shrunk on failure")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the --edits search")
     p.add_argument("--format", metavar="FORMAT", help="verify, claude-code, codex, sharegpt, openai, tracelab")
+    p.add_argument("--template", metavar="NAME|FILE", help="chat template rendering messages into segments "
+                                                           "(default: the reference's family; corpora/templates/)")
     add_out_option(p, "replay")
     add_limit_option(p)
     p.add_argument("--workers", type=int, metavar="N", help=f"shard workers (default {default_workers()})")
@@ -47,11 +53,48 @@ def run(args) -> int:
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR")
     reference = args.reference or run_defaults().get("reference")
+    if bool(args.traces) == (args.edits is not None):
+        raise UsageError("give --traces PATH|agent:SEED or --edits N (not both)")
+    if args.edits is not None:
+        check_positive(args.edits, "--edits")
+        return _edits(args, reference)
     result = run_job(RunOptions(
         reference=reference, candidates=list(args.engine), corpora=[], traces=list(args.traces),
-        trace_format=args.format, out=args.out or default_out("replay"), limit=args.limit,
+        trace_format=args.format, trace_template=args.template, out=args.out or default_out("replay"), limit=args.limit,
         isolate=not args.in_process, timeout_s=args.timeout, memory_limit_mb=args.memory_limit_mb,
         workers=args.workers or default_workers(), progress=False if args.no_progress else None,
         minimize_budget_s=args.minimize_budget, resume=args.resume, argv=args.argv))
     print(one_line(result.counts, result.out, result.complete).replace(" samples,", " turns,", 1))
     return EXIT_OK if result.counts.all_verified and result.complete else EXIT_FINDINGS
+
+
+def _edits(args, reference: str) -> int:
+    """``--edits N``: the hypothesis search over edit scripts, then triage on what it found."""
+    from verify.adversarial.session_fuzz import fuzz_sessions
+    from verify.job import CommandJob
+    from verify.triage import run_triage
+
+    out = args.out or default_out("replay")
+    found = 0
+    with CommandJob("replay-edits", out, args.argv, engine_options(args)) as job:
+        job.reference, job.candidates = reference, list(args.engine)
+        ref, *candidates = job.pool.start([reference, *args.engine])
+        per_engine = {}
+        for ex in candidates:
+            if not ex.capabilities.sessions:
+                raise UsageError(f"{ex.spec} has no sessions: --edits needs a stateful engine")
+            result = fuzz_sessions(ref, ex, job.writer, max_examples=args.edits, seed=args.seed,
+                                   budget_s=max(args.minimize_budget, 30.0))
+            per_engine[ex.spec] = {"examples": result.examples, "findings": len(result.findings),
+                                   "seconds": round(result.seconds, 3)}
+            found += len(result.findings)
+            job.counts.samples += result.examples  # one edit script = one sample
+            job.counts.findings += len(result.findings)
+            job.counts.states["diverged"] += len(result.findings)
+            job.counts.states["verified"] += result.examples - len(result.findings)
+        job.extra["edits"] = {"seed": args.seed, "max_examples": args.edits, "engines": per_engine}
+    if found:
+        run_triage(job.out, engine=engine_options(args), budget_s=args.minimize_budget)
+    for spec, info in per_engine.items():
+        print(f"{spec}: {info['examples']} edit scripts, {info['findings']} findings -> {job.out}")
+    return EXIT_FINDINGS if found else EXIT_OK

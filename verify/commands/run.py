@@ -25,6 +25,8 @@ def add_parser(sub) -> None:
                    help="agent traces to replay turn by turn (every turn must equal a from-scratch encode)")
     p.add_argument("--trace-format", metavar="FORMAT", help="format of --traces files (default verify; see "
                                                                "docs/traces.md)")
+    p.add_argument("--template", metavar="NAME|FILE", help="chat template rendering --traces messages (default: "
+                                                           "the reference's family; corpora/templates/)")
     p.add_argument("--sample", type=float, metavar="RATE",
                    help="keep a deterministic fraction RATE (0..1] of every shard's records")
     p.add_argument("--seed", type=int, metavar="S", help="seed for --sample (default 0)")
@@ -81,7 +83,7 @@ def run(args) -> int:
         raise UsageError("--resume needs --out DIR (the run to continue)")
     opts = RunOptions(
         reference=args.reference, candidates=args.candidate, corpora=args.corpus, traces=args.traces,
-        trace_format=args.trace_format,
+        trace_format=args.trace_format, trace_template=args.template,
         out=args.out or default_out("run"), text_field=args.text_field, id_field=args.id_field, limit=args.limit,
         batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,

@@ -16,6 +16,10 @@ def read_shard(shard) -> Iterator[Sample | BadRecord]:
         from verify.corpora.traces.sources import read_trace_shard
 
         return read_trace_shard(shard)
+    if shard.kind == "shadow":  # production shadow records (verify shadow), sessions whole
+        from verify.corpora.shadow import read_shadow_shard
+
+        return read_shadow_shard(shard)
     if shard.kind == "hf":
         from verify.corpora.hf_datasets import read_hf_shard
 

@@ -59,7 +59,7 @@ class Shard:
         if self.kind == "generated":
             seed = self.generator[0] if self.generator else 0
             base = f"generated:{seed}[{self.start}:{self.stop}]"
-        elif self.kind in ("file", "traces"):
+        elif self.kind in ("file", "traces", "shadow"):
             base = self.path
         elif self.kind == "agent":
             base = f"agent:{self.extra.get('seed', 0)}[{self.start}:{self.stop}]"

@@ -7,6 +7,8 @@ built-in one is refused, never silently overriding it.
 
 Engine specs:
   ADAPTER:TARGET[?opt=value&opt=value]   e.g. tiktoken:cl100k_base, hf:path/tokenizer.json
+  WRAPPER:INNER_SPEC[?opt=value]         repair:tiktoken:cl100k_base?window=512: the target is a
+                                         whole engine spec, the options are the wrapper's
   NAME                                   a named spec from engines/*.toml
 """
 
@@ -38,6 +40,14 @@ BUILTIN_ADAPTERS: dict[str, AdapterEntry] = {
                      "", "an engine process speaking verify-tokenize/1 JSON lines: subprocess:COMMAND"),
         AdapterEntry("http", "verify.engines.http_engine:HTTPEngine", None,
                      "", "a running vLLM/SGLang /tokenize endpoint: http://HOST:PORT?api=vllm|sglang&model=NAME"),
+        AdapterEntry("repair", "verify.engines.repair_engine:RepairEngine", None,
+                     "", "incremental sessions over any engine with token bytes: repair:INNER_SPEC[?window=512&...]"),
+        AdapterEntry("naive", "verify.engines.session_controls:NaiveEngine", None,
+                     "", "control: sessions that re-encode the whole transcript every append: naive:INNER_SPEC"),
+        AdapterEntry("concat", "verify.engines.session_controls:ConcatEngine", None,
+                     "", "control, wrong by design: sessions that concatenate each append's ids: concat:INNER_SPEC"),
+        AdapterEntry("faulty", "verify.selftest.engine:FaultyEngine", None,
+                     "", "faults planted on purpose (verify selftest): faulty:INNER_SPEC?kind=KIND&rate=R"),
     ]
     + THIRD_PARTY_ADAPTERS
 }

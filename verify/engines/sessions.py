@@ -94,7 +94,9 @@ class FullReencodeSession:
     def append(self, segments: Sequence[Segment]) -> SessionUpdate:
         from verify.sample import Sample
 
-        self.segments.extend(segments)
+        from verify.corpora.traces.model import coalesce
+
+        self.segments = list(coalesce([*self.segments, *segments]))  # a turn continues the text before it
         (ids,) = self.engine.encode_batch([Sample("session", tuple(self.segments))])
         return SessionUpdate(0, as_token_array(ids), {"route": "full"})
 

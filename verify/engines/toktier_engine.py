@@ -15,7 +15,22 @@ route); ``route_report()`` says what it actually did.
 
 Options: ``policy`` (a ``toktier.RoutingPolicy`` value: supported, certified,
 reference, require_accelerated, experimental; default toktier's own),
-``device`` (cpu, auto, cuda; default cpu).
+``device`` (toktier's own switch: cpu, auto, cuda; default cpu), ``batch``
+(true: one ``encode_batch`` call per batch; default true with device=cuda).
+Sessions (``capabilities.sessions``, ``verify.engines.toktier_sessions``): ``patch=true``
+appends with ``append_patch`` instead of ``append``; ``store=DIR`` is toktier's
+persistent session store.
+
+``device=cuda`` is the GPU route (``verify.engines.toktier_gpu``):
+``capabilities.device`` is "cuda", every input goes to the GPU
+(``gpu_min_bytes``, toktier's crossover, defaults to 0 here; 65536 is
+toktier's own), ``gpu_delivery`` (auto, prebuilt, jit) is passed through, a
+known vocabulary loads under the toktier kernel family with its split rules
+(``family=`` names another) with ``policy=experimental`` unless a policy is
+given, and loading fails with one line when torch, the driver or a device is
+missing or the kernel did not run on a warm-up input. The manifest records
+the route's delivery, kernel digests, device and driver (``gpu``), and a
+warning when requests of the run did not execute on the GPU.
 
 Every encode is stateless (``lookup="off"``). toktier has no switch that makes
 special-token literals ordinary text, so ``capabilities.special_tokens`` is
@@ -24,18 +39,22 @@ False: text is encoded as the engine does by default (special literals match).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 from pathlib import Path
 
+from verify.engines import toktier_gpu as gpu
 from verify.engines.base import Adapter, Capabilities, as_token_array
 from verify.engines.common import HUB_ID, is_local_target, tokenizer_json_path
+from verify.errors import ConfigError, EngineUnavailableError, VerifyError
 from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
 _FAMILY_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
+DEVICES = ("cpu", "auto", "cuda")
 
 
 # toktier's own fallback: the HF tokenizers path it certifies its fast paths against.
@@ -45,29 +64,88 @@ REFERENCE_ROUTES = {"hf"}
 class ToktierEngine(Adapter):
     adapter_name = "toktier"
     package = "toktier"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, sessions=False)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, sessions=True)
+    gpu_capabilities = dataclasses.replace(capabilities, device="cuda")  # device=cuda: the GPU route
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
+        try:
+            self._load(target)
+        except VerifyError as exc:  # say which engine: a run loads several
+            raise type(exc)(f"{self.spec}: {exc}") from None
+
+    def _load(self, target: str) -> None:
         import toktier
 
-        policy = self.options.get("policy")
-        device = self.options.get("device", "cpu")
+        device = str(self.options.get("device", "cpu")).lower()
+        if device not in DEVICES:
+            raise ConfigError(f"device must be one of {', '.join(DEVICES)}, not '{device}'")
         self.options["device"] = device
-        kwargs = {"device": device}
+        self.on_gpu = device == "cuda"
+        self.batch = bool(self.options.get("batch", self.on_gpu))
+        if self.on_gpu:
+            self.options["batch"] = self.batch
+        if "family" in self.options and not self.on_gpu:
+            raise ConfigError("family= names the GPU kernel family; it needs device=cuda")
+        kwargs: dict = {"device": device}
+        local = is_local_target(target)
+        if self.on_gpu:
+            self.capabilities = self.gpu_capabilities  # an instance attribute shadows the class default
+            kwargs.update(self._gpu_kwargs(local))
+        else:
+            kwargs.update({k: self.options[k] for k in ("gpu_delivery", "gpu_min_bytes") if k in self.options})
+        if self.options.get("store"):  # toktier's persistent session store (bound at load)
+            kwargs["store"] = str(Path(str(self.options["store"])).expanduser())
+        policy = self.options.get("policy")
         if policy is not None:
             kwargs["policy"] = toktier.RoutingPolicy(str(policy).lower())
 
-        local = is_local_target(target)
-        if not local and HUB_ID.fullmatch(target):
-            self.tokenizer = toktier.from_pretrained(target, **kwargs)  # needs a network
-            self.vocab_name = target
-        elif not local and _FAMILY_ID.fullmatch(target):
-            self.tokenizer = toktier.load(target, **kwargs)  # toktier's own artifact cache / network
-            self.vocab_name = target
-        else:
-            path = self._local_tokenizer_json(target)
-            self.tokenizer = _load_local(path, self.vocab_name or path.name, kwargs)
+        from toktier.errors import ToktierError
+
+        try:
+            if not local and HUB_ID.fullmatch(target):
+                self.tokenizer = toktier.from_pretrained(target, **kwargs)  # needs a network
+                self.vocab_name = target
+            elif not local and _FAMILY_ID.fullmatch(target):
+                self.tokenizer = toktier.load(target, **kwargs)  # toktier's own artifact cache / network
+                self.vocab_name = target
+            else:
+                path = self._local_tokenizer_json(target)
+                family = self.options["family"] if self.on_gpu else "verify-" + (self.vocab_name or path.name)
+                self.tokenizer = _load_local(path, family, kwargs)
+            self._baseline: dict[str, dict[str, int]] = {}
+            if self.on_gpu:
+                self._warm_up()
+        except ToktierError as exc:
+            if not self.on_gpu:
+                raise
+            raise gpu.refusal(exc, self.options.get("policy")) from None
+
+    def _gpu_kwargs(self, local: bool) -> dict:
+        """toktier's GPU-route keywords, recorded in the options (and so the manifest)."""
+        delivery = str(self.options.setdefault("gpu_delivery", "auto"))
+        min_bytes = self.options.setdefault("gpu_min_bytes", 0)
+        if not isinstance(min_bytes, int) or min_bytes < 0:
+            raise ConfigError("gpu_min_bytes must be a non-negative integer")
+        if local:
+            self.options["family"] = gpu.kernel_family(self.target, self.options.get("family"))
+            self.options.setdefault("policy", "experimental")  # no certification record for our files
+        gpu.preflight(delivery)
+        return {"gpu_delivery": delivery, "gpu_min_bytes": min_bytes}
+
+    def _warm_up(self) -> None:
+        """One request that must execute on the GPU, then the fingerprint probes; what
+        the run itself does is counted from here (``run_notes``)."""
+        try:
+            self.encode_texts([gpu.WARMUP_TEXT], False)
+        except Exception as exc:  # torch / CUDA errors are not ToktierErrors
+            raise EngineUnavailableError(f"toktier's GPU route failed on a warm-up input: "
+                                         f"{type(exc).__name__}: {exc}") from None
+        gpu.require_gpu_ran(self.tokenizer)
+        self.fingerprint()
+        full = self.tokenizer.explain()
+        self._baseline = {"executions": dict((full.get("runtime_policy") or {}).get("execution_counts") or {}),
+                          "fallbacks": dict(full.get("fallback_counts") or {})}
 
     def _local_tokenizer_json(self, target: str) -> Path:
         vocab = resolve_vocab(target)
@@ -77,7 +155,17 @@ class ToktierEngine(Adapter):
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured: toktier always matches added tokens
         # (capabilities.special_tokens=False declares it).
+        if self.batch:  # row i equals encode(texts[i]), by toktier's contract (checked here like any other)
+            return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
         return [as_token_array(self.tokenizer.encode(text, lookup="off").ids) for text in texts]
+
+    def open_session(self, state: bytes | None = None):
+        """A toktier session (``verify.engines.toktier_sessions``); ``?patch=true`` uses
+        ``append_patch``."""
+        from verify.engines.toktier_sessions import ToktierSession
+
+        patch = str(self.options.get("patch", "false")).lower() in ("1", "true", "yes")
+        return ToktierSession(self.tokenizer, patch=patch, state=state)
 
     def route_report(self) -> dict:
         """What toktier's ``explain()`` says about the route the last request took."""
@@ -97,11 +185,17 @@ class ToktierEngine(Adapter):
             "effective_verdict": certification.get("effective_verdict"),
             "execution_counts": runtime.get("execution_counts"),
             "last_execution": runtime.get("last_execution"),
+            # sessions: how appends were served (repair window hits, full re-encodes, fallbacks)
+            "session_repair": full.get("session_repair"),
+            "session_store": full.get("store"),
+            "store_directory": full.get("store_directory"),
         }
         return json.loads(json.dumps(report, default=str))
 
     def run_notes(self) -> dict:
         report = self.route_report()
+        if self.on_gpu:
+            return self._gpu_notes(report)
         routes = sorted((report.get("execution_counts") or {}).keys())
         report["routes_exercised"] = routes
         if routes and set(routes) <= REFERENCE_ROUTES:
@@ -113,9 +207,21 @@ class ToktierEngine(Adapter):
             ]
         return report
 
+    def _gpu_notes(self, report: dict) -> dict:
+        executions = gpu.subtract(report.get("execution_counts"), self._baseline.get("executions", {}))
+        fallbacks = gpu.subtract(report.get("fallback_counts"), self._baseline.get("fallbacks", {}))
+        report.update(gpu=json.loads(json.dumps(gpu.gpu_report(self.tokenizer), default=str)),
+                      run_execution_counts=executions, run_fallback_counts=fallbacks,
+                      routes_exercised=sorted(executions), counts_include="the load-time warm-up and probes")
+        warnings = gpu.gpu_warnings(executions, fallbacks)
+        if warnings:
+            report["warnings"] = warnings
+        return report
+
 
 def _load_local(path: Path, name: str, kwargs: dict):
-    """``toktier.load`` a local tokenizer.json through a one-entry artifact manifest."""
+    """``toktier.load`` a local tokenizer.json through a one-entry artifact manifest, as family
+    ``name`` (``verify-VOCAB``, or the GPU kernel family it runs under)."""
     import os
 
     import toktier
@@ -124,7 +230,7 @@ def _load_local(path: Path, name: str, kwargs: dict):
     from toktier.paths import artifact_cache_dir
 
     sha, size = sha256_file(path)
-    family = "verify-" + re.sub(r"[^a-z0-9._-]", "-", name.lower()).lstrip("._-")
+    family = re.sub(r"[^a-z0-9._-]", "-", name.lower()).lstrip("._-")
     manifest = ArtifactManifest.from_mapping(
         {family: {"repo_id": f"verify/{family}", "revision": sha,
                   "files": {"tokenizer.json": {"sha256": sha, "size": size}}}},

@@ -93,6 +93,7 @@ class IsolatedExecutor(ExecutorBase):
         self._stderr = tempfile.NamedTemporaryFile(prefix="verify-worker-", suffix=".stderr", delete=False)
         self._stderr.close()
         self._pending: list[Sample] = []
+        self._early: tuple | None = None  # an in-flight encode's reply, received early (``_settle``)
         self._sent_at: float | None = None
         self._open: set[str] = set()  # sessions in the current worker
         self._lost: dict[str, str] = {}  # sessions a dead worker took with it -> why
@@ -156,8 +157,27 @@ class IsolatedExecutor(ExecutorBase):
             fh.seek(max(0, fh.tell() - STDERR_TAIL))
             return fh.read().decode("utf-8", "replace").strip()
 
+    def _settle(self) -> None:
+        """One request at a time on the pipe: an encode still in flight (submitted, not yet
+        collected) is received first and kept for ``collect``, so a call made between
+        ``submit`` and ``collect`` (``token_bytes`` while the next batch encodes) gets its own
+        answer, never the encode's."""
+        if not self._pending or self._sent_at is None or self._early is not None:
+            return
+        remaining = max(0.0, self.timeout_s - (time.monotonic() - self._sent_at))
+        if not self._conn.poll(remaining):
+            self._early = ("timeout", None)
+            return
+        try:
+            self._early = self._conn.recv()
+        except (EOFError, ConnectionResetError, OSError):
+            self._early = ("crash", self._death())
+
     def _call(self, op: str, payload, timeout: float):
         """Send one request; returns ("ok", value) or ("crash"|"timeout", reason)."""
+        self._settle()
+        if self._early is not None and self._early[0] != "ok":
+            return self._early  # the worker is dead or hung: collect restarts it
         try:
             self._conn.send((op, payload))
         except (BrokenPipeError, OSError):
@@ -180,7 +200,10 @@ class IsolatedExecutor(ExecutorBase):
 
     def _collect(self) -> list[Outcome]:
         samples, self._pending = self._pending, []
-        if self._sent_at is None:
+        early, self._early = self._early, None
+        if early is not None:
+            status, value = early
+        elif self._sent_at is None:
             status, value = "crash", self._death()
         else:
             remaining = max(0.0, self.timeout_s - (time.monotonic() - self._sent_at))

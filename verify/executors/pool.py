@@ -3,7 +3,9 @@
 ``EngineOptions`` holds what means the same in every command (isolation, the
 hang timeout, the memory limit, thread pinning); ``EnginePool`` starts
 executors from specs with them, remembers engines that could not load (and
-why), and collects identities and run notes when the work is done.
+why), and collects identities and run notes when the work is done. Thread
+pinning is for CPU engines: an engine the pool knows to run on a device
+(``devices``, see ``verify.executors.devices``) starts unpinned.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ class EngineOptions:
     def with_(self, **changes) -> "EngineOptions":
         return replace(self, **changes)
 
+    def for_device(self, device: str) -> "EngineOptions":
+        """The options for an engine on ``device``: CPU thread pinning does not apply to a GPU engine."""
+        return self if device == "cpu" else replace(self, threads=None)
+
     def as_dict(self) -> dict[str, Any]:
         return {"isolate": self.isolate, "timeout_s": self.timeout_s, "memory_limit_mb": self.memory_limit_mb,
                 "threads": self.threads}
@@ -42,8 +48,17 @@ def start_executor(spec: str, options: EngineOptions) -> Executor:
     from verify.engines import build_engine
     from verify.executors.local import LocalExecutor
 
+    from verify.errors import VerifyError
+    from verify.executors.isolated import EngineLoadError
+
     pin_threads(options.threads)
-    return LocalExecutor(build_engine(spec))
+    try:
+        engine = build_engine(spec)
+    except VerifyError:
+        raise
+    except Exception as exc:  # the engine's own code raised while loading: its problem, not ours
+        raise EngineLoadError(f"engine '{spec}' failed to load: {type(exc).__name__}: {exc}") from exc
+    return LocalExecutor(engine)
 
 
 @dataclass
@@ -51,6 +66,7 @@ class EnginePool:
     options: EngineOptions = field(default_factory=EngineOptions)
     executors: dict[str, Executor] = field(default_factory=dict)
     not_loaded: dict[str, str] = field(default_factory=dict)  # spec -> why it could not be started
+    devices: dict[str, str] = field(default_factory=dict)  # spec -> device, for engines not on the CPU
 
     def start(self, specs: Iterable[str], optional: Iterable[str] = ()) -> list[Executor]:
         """Start every spec (in order). A spec in ``optional`` that cannot load is left
@@ -74,7 +90,7 @@ class EnginePool:
     def get(self, spec: str) -> Executor:
         """The executor for ``spec``, started on first use."""
         if spec not in self.executors:
-            self.executors[spec] = start_executor(spec, self.options)
+            self.executors[spec] = start_executor(spec, self.options.for_device(self.devices.get(spec, "cpu")))
         return self.executors[spec]
 
     def try_get(self, spec: str) -> Executor | str:

@@ -12,7 +12,10 @@
 
 Both hand every ``ShardResult`` to ``on_result`` in the calling process, which
 commits it. Engines that thread internally are pinned to an even share of the
-cores (``verify.executors.threads``).
+cores (``verify.executors.threads``). Engines on a device (a GPU) are not pinned,
+get shard batches of at least ``DEVICE_BATCH_SIZE`` samples, and under
+``ProcessShards`` live in one device worker per device that every shard worker
+feeds (``verify.executors.devices``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, Callable, Sequence
 
 from verify.corpora.shards import Shard
 from verify.errors import VerifyError
+from verify.executors.devices import DeviceEndpoint, DeviceExecutor, DeviceWorkers, device_batch_size, device_specs
 from verify.executors.notes import merge_notes
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.executors.threads import pin_threads
@@ -47,6 +51,11 @@ class WorkerSetup:
     batch_size: int = 64
     strict: bool = False
     ledger_root: str | None = None  # --ledger: where the reference's recorded results are
+    device_endpoints: tuple[DeviceEndpoint, ...] = ()  # engines that live in a device worker
+
+    def for_devices(self, devices: dict[str, str]) -> "WorkerSetup":
+        """With device engines, shard batches are large enough for them."""
+        return replace(self, batch_size=device_batch_size(self.batch_size)) if devices else self
 
 
 @dataclass
@@ -73,9 +82,17 @@ class ShardError(VerifyError):
     """A shard stopped with a user-facing error (``--strict`` and a bad record, say)."""
 
 
-def _start_pool(setup: WorkerSetup) -> tuple[EnginePool, list]:
-    pool = EnginePool(setup.engine_options)
-    executors = pool.start(setup.specs, optional=setup.optional)
+def _start_pool(setup: WorkerSetup, devices: dict[str, str] | None = None) -> tuple[EnginePool, list]:
+    """Every engine of the run; those of ``setup.device_endpoints`` are reached in their device
+    worker, those of ``devices`` (spec -> device) start here, unpinned."""
+    pool = EnginePool(setup.engine_options, devices=dict(devices or {}))
+    try:
+        for endpoint in setup.device_endpoints:
+            pool.executors[endpoint.spec] = DeviceExecutor(endpoint)
+        executors = pool.start(setup.specs, optional=setup.optional)
+    except BaseException:
+        pool.close()
+        raise
     if not executors or executors[0].spec != setup.specs[0]:
         pool.close()
         raise VerifyError(f"the reference '{setup.specs[0]}' did not start")
@@ -100,7 +117,9 @@ class InlineShards:
         self.events: list[str] = []
 
     def start(self) -> Started:
-        self.pool, self.executors = _start_pool(self.setup)
+        devices = device_specs(self.setup.specs)
+        self.setup = self.setup.for_devices(devices)
+        self.pool, self.executors = _start_pool(self.setup, devices)
         self.ledger = open_ledger(self.setup, self.executors[0])
         return Started(self.pool.identities(), dict(self.pool.not_loaded), [ex.spec for ex in self.executors])
 
@@ -180,6 +199,19 @@ class ProcessShards:
         self._serial = 0
         self.failures: list[ShardFailure] = []
         self.events: list[str] = []  # worker deaths and retries, for the manifest
+        self.device_workers: DeviceWorkers | None = None
+
+    def _start_devices(self) -> dict[str, str]:
+        """The device workers, before any shard worker: returns the optional device engines
+        that did not load. Shard workers then reach the device engines through them."""
+        devices = device_specs(self.setup.specs)
+        if not devices:
+            return {}
+        self.device_workers = DeviceWorkers(devices, self.setup.optional, self.setup.engine_options)
+        endpoints, not_loaded = self.device_workers.start()
+        self.setup = replace(self.setup.for_devices(devices), device_endpoints=endpoints,
+                             specs=tuple(s for s in self.setup.specs if s not in not_loaded))
+        return not_loaded
 
     def _spawn(self, setup: WorkerSetup) -> _Worker:
         parent, child = self._ctx.Pipe()
@@ -210,6 +242,7 @@ class ProcessShards:
     def start(self) -> Started:
         """Start every worker; each loads every engine. All must agree on what loaded."""
         try:
+            device_not_loaded = self._start_devices()
             for _ in range(self.count):
                 self._spawn(self.setup)
             for worker in self._workers:
@@ -221,6 +254,7 @@ class ProcessShards:
         except BaseException:
             self.close()
             raise
+        self._started.not_loaded.update(device_not_loaded)
         return self._started
 
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
@@ -296,7 +330,10 @@ class ProcessShards:
                         collected.append(message[1])
             except (EOFError, OSError):
                 continue
-        return merge_notes(collected)
+        merged = merge_notes(collected)
+        if self.device_workers is not None:  # each device engine once, from its own worker
+            merged.update(self.device_workers.notes())
+        return merged
 
     def close(self) -> None:
         for worker in self._workers:
@@ -310,6 +347,9 @@ class ProcessShards:
                 worker.proc.kill()
                 worker.proc.join(5)
         self._workers.clear()
+        if self.device_workers is not None:
+            self.device_workers.close()
+            self.device_workers = None
 
 
 @dataclass(frozen=True)

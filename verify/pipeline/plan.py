@@ -25,7 +25,7 @@ PLAN_FILE = "plan.json"
 
 # Options that change what a shard's result is; a resume must not change them.
 OUTPUT_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                  "timeout_s", "memory_limit_mb", "where", "trace_format")
+                  "timeout_s", "memory_limit_mb", "where", "trace_format", "trace_template")
 
 
 @dataclass

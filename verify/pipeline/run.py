@@ -59,6 +59,7 @@ class RunOptions:
     ledger: str | None = None  # --ledger DIR or URL: the reference's ids by input key
     traces: list[str] | None = None  # agent traces to replay turn by turn (--traces PATH|agent:SEED)
     trace_format: str | None = None
+    trace_template: str | None = None  # chat template name or .toml (default: the reference's family)
     progress: bool | None = None
     minimize_budget_s: float = 120.0  # seconds for triage (cluster + minimise findings); 0 disables
     resume: bool = False
@@ -69,7 +70,8 @@ class RunOptions:
                 "batch_size": self.batch_size or 64, "sample_rate": self.sample_rate,
                 "sample_seed": self.sample_seed or 0, "strict": bool(self.strict),
                 "timeout_s": self.timeout_s or DEFAULT_TIMEOUT_S, "memory_limit_mb": self.memory_limit_mb,
-                "where": dict(sorted(self.where.items())), "trace_format": self.trace_format}
+                "where": dict(sorted(self.where.items())), "trace_format": self.trace_format,
+                "trace_template": self.trace_template}
 
     def engine_options(self) -> EngineOptions:
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
@@ -108,7 +110,7 @@ def _fill_from(saved: RunPlan, opts: RunOptions) -> None:
     opts.traces = opts.traces or saved.traces
     o = saved.options
     for name in ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                 "timeout_s", "memory_limit_mb", "trace_format"):
+                 "timeout_s", "memory_limit_mb", "trace_format", "trace_template"):
         if getattr(opts, name) is None:
             setattr(opts, name, o.get(name))
     if not opts.where:
@@ -145,7 +147,7 @@ def build_plan(opts: RunOptions) -> RunPlan:
     for traces in opts.traces or []:
         from verify.corpora.traces import open_traces
 
-        source = open_traces(traces, opts.trace_format)
+        source = open_traces(traces, opts.trace_format, template=opts.trace_template, reference=opts.reference)
         shards.extend(apply_limit(source.shards(), opts.limit))
         sources.append(source.describe())
     return RunPlan(opts.reference, list(opts.candidates), candidates, sorted(swept), list(opts.corpora), sources,
@@ -277,7 +279,7 @@ def finalise(out: Path, plan: RunPlan | None = None) -> dict[str, Any]:
 
 
 def render_reports(out: Path, plan: RunPlan | None = None) -> dict[str, Any]:
-    """manifest.json and summary.md, from the committed files alone."""
+    """manifest.json, summary.md, report.html and ci-summary.md, from the committed files alone."""
     from verify.reports.markdown import write_run_summary
 
     plan = plan or load_plan(out)
@@ -292,4 +294,11 @@ def render_reports(out: Path, plan: RunPlan | None = None) -> dict[str, Any]:
         manifest["triage"] = triage_info
     write_manifest(out, manifest)
     write_run_summary(out, manifest)
+    from verify.reports.ci_markdown import write_ci_summary
+    from verify.reports.html import write_html
+    from verify.reports.report_data import load_report
+
+    report = load_report(out)
+    write_html(out, report)
+    write_ci_summary(out, report)
     return manifest

@@ -28,7 +28,7 @@ from verify.engines.sessions import apply_update
 from verify.errors import CorpusError
 from verify.findings import Finding, bad_input_record, describe_divergence, describe_failure
 from verify.keys import input_key
-from verify.outcome import Failure, agree, is_ids, state_of
+from verify.outcome import SKIPPED, Failure, agree, is_ids, state_of
 from verify.pipeline.shard_task import ShardResult
 from verify.sample import BadRecord, Sample
 
@@ -54,11 +54,11 @@ def run_session_shard(index: int, shard, executors: Sequence, *, strict: bool = 
     return result
 
 
-def _session_fields(trace, position: int, update=None) -> dict:
+def session_fields(trace, position: int, update=None) -> dict:
     turn = trace.turns[position]
     prefix = coalesce(seg for t in trace.turns[:position] for seg in t.segments)
     fields = {"id": trace.id, "turn": turn.index, "turns": position + 1,
-              "turn_segments": [len(t.segments) for t in trace.turns[:position + 1]],
+              "turn_chars": [t.chars for t in trace.turns[:position + 1]],  # splits the input back into turns
               "prefix_key": input_key(prefix), "prefix_chars": sum(len(s.text) for s in prefix),
               "append": [[s.text, s.allow_special] for s in turn.segments]}
     if update is not None:
@@ -78,7 +78,7 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
             opened = ex.open_session(key)
             if isinstance(opened, Failure):
                 alive[ci] = False
-                _failure(result, ex, reference, trace.transcript(0), opened, _session_fields(trace, 0), source)
+                _failure(result, ex, reference, trace.transcript(0), opened, session_fields(trace, 0), source)
                 reported[ci] = True
     try:
         for position, turn in enumerate(trace.turns):
@@ -89,6 +89,12 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
             for ci, ex in enumerate(candidates):
                 if not alive[ci]:
                     outs.append(None)
+                    updates.append(None)
+                elif stateful[ci] and not ex.capabilities.special_tokens and \
+                        any(seg.allow_special for seg in turn.segments):
+                    # it cannot take this turn, so no later turn is comparable: skipped from here on
+                    alive[ci] = False
+                    outs.append(SKIPPED)
                     updates.append(None)
                 elif stateful[ci]:
                     update = ex.session_append(key, turn.segments)
@@ -125,7 +131,7 @@ def _account(result, trace, position, sample, reference, candidates, ref, outs, 
     if is_ids(ref):
         c.tokens += int(ref.size) if position == len(trace.turns) - 1 else 0
     elif isinstance(ref, Failure):
-        _failure(result, reference, reference, sample, ref, _session_fields(trace, position), source)
+        _failure(result, reference, reference, sample, ref, session_fields(trace, position), source)
     sample_state = ref_state
     for ci, (ex, out) in enumerate(zip(candidates, outs)):
         if out is None:
@@ -134,8 +140,10 @@ def _account(result, trace, position, sample, reference, candidates, ref, outs, 
             state = out.kind
             alive[ci] = False
             if not reported[ci]:
-                _failure(result, ex, reference, sample, out, _session_fields(trace, position), source)
+                _failure(result, ex, reference, sample, out, session_fields(trace, position), source)
                 reported[ci] = True
+        elif not is_ids(out):
+            state = state_of(out)  # skipped: e.g. special segments for an engine without special tokens
         elif not is_ids(ref):
             state = "skipped"
         elif agree(ref, out):
@@ -144,7 +152,7 @@ def _account(result, trace, position, sample, reference, candidates, ref, outs, 
             state = "diverged"
             if not reported[ci]:
                 fields = describe_divergence(sample, ref, out, reference.token_bytes(ref), ex.token_bytes(out))
-                fields[SESSION_SOURCE_FIELD] = _session_fields(trace, position, updates[ci])
+                fields[SESSION_SOURCE_FIELD] = session_fields(trace, position, updates[ci])
                 _write(result, Finding(ex.spec, reference.spec, sample, "ids", source, fields,
                                        detail=f"{trace.id}#{trace.turns[position].index}"))
                 reported[ci] = True

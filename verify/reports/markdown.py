@@ -65,11 +65,10 @@ def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
 
 def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
                    clusters: list[dict[str, Any]] | None = None, title: str = "verify run") -> str:
+    from verify.reports.report_data import run_verdict
+
     counts = manifest["counts"]
-    complete = manifest.get("complete", True)
-    ok = complete and counts["samples"] > 0 and counts["verified"] == counts["samples"] \
-        and not counts.get("bad_records")
-    verdict = "PASS" if ok else "FAIL" if complete else "INCOMPLETE"
+    verdict = run_verdict(manifest)
     lines = [f"# {title}: {verdict}", ""]
     if manifest.get("aborted"):
         lines.append(f"- **aborted**: {manifest['aborted']}")
@@ -121,7 +120,31 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
                          f"{f.get('byte_offset', '')} | {_cell(context)} | {_cell(exp)} | {_cell(act)} | "
                          f"{_example((f.get('minimized') or {}).get('input'))} |")
         lines.append("")
+    lines += _sessions_section(findings)
     return "\n".join(lines)
+
+
+def _sessions_section(findings: list[dict[str, Any]]) -> list[str]:
+    """Session findings: where in the session, what the engine said about the splice
+    (for ``repair``: the certificate rules it relied on), the minimised (prefix, append)."""
+    rows = [f for f in findings[:MAX_LISTED] if f.get("session")]
+    if not rows:
+        return []
+    lines = ["## Session findings", "",
+             "| engine | session | turn | prefix chars | append | replace_from | engine's notes | minimised prefix | "
+             "minimised append |", "|---|---|---|---|---|---|---|---|---|"]
+    for f in rows:
+        s = f["session"]
+        update = s.get("update") or {}
+        notes = update.get("notes") or {}
+        relied = notes.get("rules") if isinstance(notes, dict) else None
+        shown = f"rules: {', '.join(map(str, relied))}" if relied else ", ".join(
+            f"{k}={v}" for k, v in notes.items()) if isinstance(notes, dict) else str(notes)
+        small = (f.get("minimized") or {}).get("session") or {}
+        lines.append(f"| `{f['engine']}` | `{_cell(s.get('id'))}` | {s.get('turn')} | {s.get('prefix_chars')} | "
+                     f"{_example(s.get('append'))} | {update.get('replace_from', '')} | {_cell(shown)} | "
+                     f"{_example(small.get('prefix')) if small else ''} | {_example(small.get('append')) if small else ''} |")
+    return lines + [""]
 
 
 def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]],

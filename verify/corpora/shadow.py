@@ -1,0 +1,122 @@
+"""Shadow files as shards: ``verify shadow FILE.jsonl|FILE.parquet ...``.
+
+    shadow_source(values) -> Source       one shard (kind ``shadow``) per file
+    read_shadow_shard(shard)              its records, in file order:
+                                          ShadowRecord | BadRecord, then ShadowSession
+
+Each value is a file, a directory (every ``.jsonl``/``.ndjson``/``.parquet`` file under
+it, optionally ``.gz``/``.zst`` compressed, sorted) or a glob, local or an fsspec URL.
+A line or row is parsed by ``verify.shadow.schema.parse_record``. Records without a
+session are yielded as they are read; the turns of each session are kept until the
+end of the file and yielded then as one ``ShadowSession`` (turns in order), so a
+session's records must all be in one file (any order). A session must be whole from
+turn 0: a repeated turn, and every turn after a missing one, is a bad record (its
+transcript cannot be rebuilt), while the turns before the gap are still replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+from verify.corpora import files
+from verify.corpora.shards import Shard
+from verify.corpora.sources import Source, expand_paths
+from verify.errors import CorpusError
+from verify.sample import BadRecord
+from verify.shadow.schema import SCHEMA, ShadowRecord, ShadowSession, parse_record
+
+SHADOW_KIND = "shadow"
+PARQUET_BATCH_ROWS = 1024
+
+
+def _format(path) -> str | None:
+    suffix = files.base_suffix(path)
+    if suffix in files.JSONL_SUFFIXES:
+        return "jsonl"
+    if suffix in files.PARQUET_SUFFIXES and not files.is_compressed(path):
+        return "parquet"
+    return None
+
+
+def shadow_source(values: list[str]) -> Source:
+    shards, listed = [], []
+    for value in values:
+        found = [p[0] if isinstance(p, tuple) else p for p in expand_paths(value)]
+        usable = [p for p in found if _format(p)]
+        if not usable:
+            raise CorpusError(f"{value}: no shadow files (.jsonl, .ndjson, .parquet; {SCHEMA})")
+        for path in usable:
+            shards.append(Shard(value, SHADOW_KIND, path=str(path), extra={"format": _format(path)}))
+            listed.append(str(path))
+    return Source(", ".join(values), {"kind": "shadow", "schema": SCHEMA, "files": listed}, shards)
+
+
+def read_shadow_shard(shard: Shard) -> Iterator[ShadowRecord | BadRecord | ShadowSession]:
+    path = shard.path
+    rows = _parquet_rows(path) if shard.extra.get("format") == "parquet" else _jsonl_rows(path)
+    sessions: dict[str, list[ShadowRecord]] = {}
+    for record in rows:
+        if isinstance(record, ShadowRecord) and record.session_id is not None:
+            sessions.setdefault(record.session_id, []).append(record)
+        else:
+            yield record
+    for session_id, turns in sessions.items():
+        yield from _whole_session(session_id, turns)
+
+
+def _whole_session(session_id: str, turns: list[ShadowRecord]) -> Iterator[ShadowSession | BadRecord]:
+    turns = sorted(turns, key=lambda r: (r.turn, r.position))
+    kept: list[ShadowRecord] = []
+    for record in turns:
+        if kept and record.turn == kept[-1].turn:
+            yield BadRecord(record.position, f"session {session_id!r} records turn {record.turn} twice "
+                                             f"(also at {kept[-1].position})")
+        elif record.turn != len(kept):
+            yield BadRecord(record.position, f"session {session_id!r} turn {record.turn}: turn {len(kept)} "
+                                             "is not in this file, so its transcript cannot be rebuilt "
+                                             "(sample and store sessions whole)")
+        else:
+            kept.append(record)
+    if kept:
+        yield ShadowSession(session_id, tuple(kept))
+
+
+def _jsonl_rows(path) -> Iterator[ShadowRecord | BadRecord]:
+    position = f"{path}:1"
+    try:
+        with files.open_binary(path) as fh:
+            for lineno, raw in enumerate(fh, 1):
+                position = f"{path}:{lineno}"
+                if not raw.strip():
+                    continue
+                try:
+                    doc = json.loads(raw)
+                except UnicodeDecodeError as exc:
+                    yield BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+                    continue
+                except json.JSONDecodeError as exc:
+                    yield BadRecord(position, f"invalid JSON ({exc.msg}: column {exc.colno})", raw)
+                    continue
+                yield parse_record(position, doc, raw)
+    except Exception as exc:  # OSError, EOFError, zstandard's own errors: the rest is unreadable
+        yield BadRecord(position, f"file unreadable from here on ({type(exc).__name__}: {exc})")
+
+
+def _parquet_rows(path) -> Iterator[ShadowRecord | BadRecord]:
+    try:
+        parquet = files.open_parquet(path)
+    except Exception as exc:
+        yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
+        return
+    row = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+            for doc in batch.to_pylist():
+                yield parse_record(f"{path}:row{row}", doc)
+                row += 1
+    except Exception as exc:  # corrupt data, or a remote read that failed mid-file
+        yield BadRecord(f"{path}:row{row}", f"unreadable Parquet data from here on ({type(exc).__name__}: {exc})")
+    finally:
+        parquet.close()
+

@@ -1,0 +1,285 @@
+"""A gate suite (``ci/nightly.toml``): what ``verify gate`` runs, read and checked in full
+before anything runs.
+
+    load_suite(path) -> Suite
+
+A suite is TOML: one ``[gate]`` table (the candidates, the reference, the allowlist,
+how engines run) and ``[[check]]`` rows, each of one ``kind`` with its own budget
+(``CHECK_KEYS``). Every value is checked here, so a typo, an unknown key or kind, a
+wrong type or an unknown engine is one ``ConfigError`` line naming the row, and no
+check has started. A relative path (allowlist, corpus or trace file) is taken from the
+suite file's folder when it exists there, else from the current directory; ``cases``
+and ``database`` always from the suite's folder. The format: ci/README.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from verify.errors import ConfigError
+
+KINDS = ("corpus", "replay", "fuzz", "unicode", "vocab", "recheck", "metamorphic")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+DEFAULT_MINIMIZE_BUDGET_S = 30.0
+
+
+# --- value checkers: (value, where) -> normalised value, or ConfigError ------------------
+
+def _str(value, where):
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where} must be a non-empty string")
+    return value
+
+
+def _strs(value, where):
+    """A string or a non-empty array of strings -> list."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"{where} must be a string or a non-empty array of strings")
+    return list(value)
+
+
+def _bool(value, where):
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
+
+
+def _int(minimum: int) -> Callable:
+    def check(value, where):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"{where} must be an integer of at least {minimum}")
+        return value
+    return check
+
+
+def _seconds(minimum_exclusive: bool) -> Callable:
+    def check(value, where):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+            (value > 0 if minimum_exclusive else value >= 0)
+        if not ok:
+            raise ConfigError(f"{where} must be a number of seconds {'above' if minimum_exclusive else 'of at least'} 0")
+        return float(value)
+    return check
+
+
+def _fraction(value, where):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigError(f"{where} must be a fraction in (0, 1]")
+    return float(value)
+
+
+def _code_point_range(value, where):
+    """``["0000", "3000"]``: first code point and one past the last (hex, ``U+`` allowed)."""
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be [\"START\", \"STOP\"] in hex (STOP one past the last code point)")
+    try:
+        start, stop = (int(v.strip().removeprefix("U+").removeprefix("u+"), 16) for v in value)
+    except ValueError:
+        raise ConfigError(f"{where}: {value!r} is not a pair of hex code points") from None
+    if not 0 <= start < stop <= 0x110000:
+        raise ConfigError(f"{where}: need 0 <= START < STOP <= 110000, got {value!r}")
+    return [start, stop]
+
+
+def _choices(*allowed: str) -> Callable:
+    def check(value, where):
+        values = _strs(value, where)
+        bad = [v for v in values if v not in allowed]
+        if bad:
+            raise ConfigError(f"{where}: unknown value(s) {', '.join(bad)} (allowed: {', '.join(allowed)})")
+        return values
+    return check
+
+
+POSITIVE, NON_NEGATIVE = _int(1), _int(0)
+
+GATE_KEYS: dict[str, Callable] = {
+    "name": _str, "description": _str, "reference": _str, "candidates": _strs, "allowlist": _str,
+    "workers": POSITIVE, "in_process": _bool, "timeout": _seconds(True), "memory_limit_mb": _int(64),
+    "minimize_budget": _seconds(False), "fail_on_skip": _bool,
+}
+COMMON_KEYS: dict[str, Callable] = {"name": _str, "kind": _str, "minimize_budget": _seconds(False),
+                                    "allow_skipped": _bool}
+CHECK_KEYS: dict[str, dict[str, Callable]] = {
+    "corpus": {"corpus": _strs, "sample": _fraction, "seed": NON_NEGATIVE, "limit": POSITIVE, "text_field": _str,
+               "id_field": _str, "batch_size": POSITIVE},
+    "replay": {"traces": _strs, "format": _str, "limit": POSITIVE},
+    "fuzz": {"examples": POSITIVE, "seconds": _seconds(True), "seed": NON_NEGATIVE, "max_findings": POSITIVE,
+             "stress": _bool, "database": _str},
+    "unicode": {"range": _code_point_range, "full": _bool},
+    "vocab": {"limit": POSITIVE, "parts": _choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
+              "seed": NON_NEGATIVE, "max_findings": POSITIVE},
+    "recheck": {"cases": _str, "allow_unavailable": _bool},
+    "metamorphic": {"corpus": _strs, "limit": POSITIVE, "checks": _strs, "stress": _bool,
+                    "stress_seconds": _seconds(True)},
+}
+REQUIRED: dict[str, tuple[str, ...]] = {"corpus": ("corpus",), "replay": ("traces",)}
+PATH_KEYS = {"cases", "database"}  # always paths: resolved against the suite's folder
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    kind: str
+    options: dict[str, Any]  # the row's own keys, checked and normalised
+    minimize_budget: float
+    allow_skipped: bool = False  # samples an engine cannot take are a note, not a failure
+
+    def digest(self) -> str:
+        """What the check's result depends on: a resumed gate keeps a result only for the same spec."""
+        doc = {"name": self.name, "kind": self.kind, "options": self.options, "minimize_budget": self.minimize_budget,
+               "allow_skipped": self.allow_skipped}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Suite:
+    path: Path
+    name: str
+    reference: str
+    candidates: list[str]
+    checks: list[CheckSpec]
+    allowlist: Path | None = None
+    description: str = ""
+    workers: int = 1
+    in_process: bool = False
+    timeout_s: float | None = None
+    memory_limit_mb: int | None = None
+    fail_on_skip: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def digest(self) -> str:
+        """The suite's checks and engines (not the allowlist's contents: those may change between
+        a gate and its ``--resume``, which evaluates again)."""
+        doc = {"reference": self.reference, "candidates": self.candidates, "checks": [c.digest() for c in self.checks],
+               "workers": self.workers, "in_process": self.in_process, "timeout": self.timeout_s,
+               "memory_limit_mb": self.memory_limit_mb}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+    def engine_options(self):
+        from verify.executors.isolated import DEFAULT_TIMEOUT_S
+        from verify.executors.pool import EngineOptions
+
+        return EngineOptions(isolate=not self.in_process, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
+                             memory_limit_mb=self.memory_limit_mb)
+
+
+def _checked(table: dict[str, Any], keys: dict[str, Callable], where: str) -> dict[str, Any]:
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(keys))})")
+    return {k: keys[k](v, f"{where}: '{k}'") for k, v in table.items()}
+
+
+def _resolve(folder: Path, value: str) -> str:
+    """A relative path from the suite's folder when it exists there, else as written (from
+    the current directory); names (``smoke``, ``generated:7``, ``agent:3``) and URLs stay."""
+    if "://" in value or ":" in value.split("/")[0] or Path(value).is_absolute():
+        return value
+    candidate = folder / value
+    return str(candidate) if candidate.exists() else value
+
+
+def _check_engine(spec: str, where: str) -> None:
+    from verify.engines.registry import adapters, parse_spec
+
+    parsed = parse_spec(spec)  # unknown names raise UnknownEngineError (a ConfigError)
+    if parsed.adapter not in adapters():
+        raise ConfigError(f"{where}: unknown engine adapter '{parsed.adapter}' in '{spec}' "
+                          f"(adapters: {', '.join(adapters())})")
+
+
+def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
+    where = str(path)
+    extra = sorted(set(doc) - {"gate", "check"})
+    if extra:
+        raise ConfigError(f"{where}: unknown top-level key(s) {', '.join(extra)} (expected [gate] and [[check]])")
+    gate = doc.get("gate")
+    if not isinstance(gate, dict):
+        raise ConfigError(f"{where}: needs a [gate] table (name, reference, candidates)")
+    settings = _checked(gate, GATE_KEYS, f"{where}: [gate]")
+    for key in ("name", "reference", "candidates"):
+        if key not in settings:
+            raise ConfigError(f"{where}: [gate] needs '{key}'")
+    reference, candidates = settings["reference"], settings["candidates"]
+    if reference in candidates:
+        raise ConfigError(f"{where}: [gate] '{reference}' is both the reference and a candidate")
+    if "all" in candidates:
+        raise ConfigError(f"{where}: [gate] candidates must be named engines, not 'all' (a gate tests what it names)")
+    for spec in [reference, *candidates]:
+        _check_engine(spec, f"{where}: [gate]")
+    rows = doc.get("check")
+    if not isinstance(rows, list) or not rows:
+        raise ConfigError(f"{where}: needs at least one [[check]] row")
+    folder = path.parent
+    default_budget = settings.get("minimize_budget", DEFAULT_MINIMIZE_BUDGET_S)
+    checks: list[CheckSpec] = []
+    names: set[str] = set()
+    for i, row in enumerate(rows, 1):
+        at = f"{where}: [[check]] {i}"
+        if not isinstance(row, dict):
+            raise ConfigError(f"{at} is not a table")
+        kind = row.get("kind")
+        if kind not in KINDS:
+            raise ConfigError(f"{at}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
+        at = f"{at} ({kind})"
+        checked = _checked(row, COMMON_KEYS | CHECK_KEYS[kind], at)
+        options = {k: v for k, v in checked.items() if k not in COMMON_KEYS}
+        missing = [k for k in REQUIRED.get(kind, ()) if k not in options]
+        if missing:
+            raise ConfigError(f"{at}: needs '{missing[0]}'")
+        if kind == "unicode" and "range" in options and options.get("full"):
+            raise ConfigError(f"{at}: give 'range' or 'full = true', not both")
+        if kind == "corpus" and "seed" in options and "sample" not in options:
+            raise ConfigError(f"{at}: 'seed' goes with 'sample'")
+        if kind == "metamorphic" and "checks" in options:
+            from verify.adversarial.metamorphic import CHECKS
+
+            options["checks"] = _choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
+        for key in ("corpus", "traces"):
+            if key in options:
+                options[key] = [_resolve(folder, v) for v in options[key]]
+        for key in PATH_KEYS & set(options):
+            options[key] = str(folder / options[key]) if not Path(options[key]).is_absolute() else options[key]
+        name = row.get("name") or (kind if kind not in names and not any(r.get("name") == kind for r in rows)
+                                   else f"{kind}-{i}")
+        if not NAME_RE.match(name):
+            raise ConfigError(f"{at}: name {name!r} must be letters, digits, '.', '_' or '-' (a folder name)")
+        if name in names:
+            raise ConfigError(f"{at}: name '{name}' is used by another check")
+        names.add(name)
+        checks.append(CheckSpec(name, kind, options, checked.get("minimize_budget", default_budget),
+                                checked.get("allow_skipped", False)))
+    allowlist = settings.get("allowlist")
+    allowlist_path = None
+    if allowlist is not None:
+        allowlist_path = Path(_resolve(folder, allowlist))
+        if not allowlist_path.is_file():
+            raise ConfigError(f"{where}: [gate] allowlist '{allowlist}' not found (looked in {folder} and the "
+                              f"current directory)")
+    return Suite(path=path, name=settings["name"], reference=reference, candidates=list(candidates), checks=checks,
+                 allowlist=allowlist_path, description=settings.get("description", ""),
+                 workers=settings.get("workers", 1), in_process=settings.get("in_process", False),
+                 timeout_s=settings.get("timeout"), memory_limit_mb=settings.get("memory_limit_mb"),
+                 fail_on_skip=settings.get("fail_on_skip", False), raw=doc)
+
+
+def load_suite(path: Path) -> Suite:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"suite {path}: cannot read: {exc}") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"suite {path}: invalid TOML: {exc}") from None
+    return parse_suite(doc, path)

@@ -1,0 +1,140 @@
+"""OUT/report.html: one self-contained static page (inline CSS and SVG, no script,
+nothing fetched) rendered from the committed files of OUT by jinja2 templates.
+
+    write_html(out_dir) -> Path
+
+The page carries a strict Content-Security-Policy: nothing may load, no script may
+run, and the only style allowed is the report's own (by its SHA-256). Autoescaping
+is on for every template and every expression; corpus text reaches the templates
+already passed through ``verify.reports.visible`` (control, bidi and invisible
+characters as escapes), and a ``finalize`` hook escapes any invisible character
+that reached an expression some other way.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import shlex
+from pathlib import Path
+from typing import Any
+
+from verify.counts import STATES
+from verify.reports.plots import bar_chart, column_chart, line_chart
+from verify.reports.report_data import ReportData, load_report
+from verify.reports.visible import reveal_invisible, visible
+
+REPORT_FILE = "report.html"
+STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale")
+IDENTITY_FIELDS = ("spec", "package", "package_version", "vocab", "vocab_sha256", "fingerprint")
+
+
+def _finalize(value: Any) -> Any:
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):  # a macro's output: template text, its expressions already finalized
+        return value
+    return reveal_invisible(value) if isinstance(value, str) else "" if value is None else value
+
+
+def environment():
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    env = Environment(loader=PackageLoader("verify.reports", "templates"), autoescape=True, undefined=StrictUndefined,
+                      finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
+    env.globals["status_class"] = lambda s: s if s in STATUS_CLASSES else "other"
+    return env
+
+
+def content_security_policy(css: str) -> str:
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; img-src 'none'; script-src 'none'; "
+            "object-src 'none'; base-uri 'none'; form-action 'none'")
+
+
+def _identity(e: dict[str, Any] | None) -> dict[str, Any] | None:
+    return None if not e else {k: (None if e.get(k) is None else str(e.get(k))) for k in IDENTITY_FIELDS}
+
+
+def _source(s: dict[str, Any]) -> dict[str, str]:
+    detail = [f"{k} {s[k]}" for k in ("kind", "shards", "text_field") if s.get(k) not in (None, "")]
+    if isinstance(s.get("files"), list):
+        detail.append(f"{len(s['files'])} file(s)")
+    return {"name": visible(str(s.get("name", "?")), 200), "detail": ", ".join(detail)}
+
+
+def _run(manifest: dict[str, Any]) -> dict[str, Any]:
+    shards = manifest.get("shards") or {}
+    failed = len(shards.get("failed") or [])
+    return {"started": manifest.get("started") or "—", "finished": manifest.get("finished") or "still running",
+            "seconds": manifest.get("seconds") if manifest.get("seconds") is not None else "—",
+            "shards": f"{shards.get('committed', 0)}/{shards.get('total', 0)} committed"
+                      + (f", {failed} failed" if failed else "") if shards else "",
+            "interrupted": bool(manifest.get("interrupted")), "rate": overall_rate(manifest),
+            "command": visible(shlex.join(["verify", *map(str, manifest.get("command") or [])]), 600)}
+
+
+def _warnings(manifest: dict[str, Any]) -> list[dict[str, str]]:
+    rows = []
+    for spec, note in (manifest.get("engine_notes") or {}).items():
+        for warning in (note or {}).get("warnings", []) or []:
+            rows.append({"engine": spec, "text": visible(str(warning), 300)})
+        if (note or {}).get("not_loaded"):
+            rows.append({"engine": spec, "text": visible(f"not loaded: {note['not_loaded']}", 300)})
+    return rows
+
+
+def overall_rate(manifest: dict[str, Any]) -> str:
+    """``2,003 samples in 12.1 s: 166 samples/s, 172k chars/s`` from the manifest's counts and seconds."""
+    counts, seconds = manifest.get("counts") or {}, manifest.get("seconds")
+    if not seconds or not isinstance(seconds, (int, float)):
+        return ""
+    return (f"{counts.get('samples', 0):,} samples in {seconds:,.1f} s: {counts.get('samples', 0) / seconds:,.0f} samples/s, "
+            f"{counts.get('chars', 0) / seconds:,.0f} chars/s")
+
+
+def _plots(data: ReportData) -> dict[str, dict]:
+    return {
+        "by_class": bar_chart("By class (kind / character classes at the first difference)", data.by_class),
+        "by_script": bar_chart("By Unicode script at the first difference", data.by_script),
+        "by_engine": bar_chart("By engine", data.by_engine),
+        "by_position": column_chart("By position in the corpus (findings per shard)",
+                                    [(i, n) for i, n, _ in data.by_shard], data.shards_total,
+                                    empty="no shards (not a sharded run)" if not data.shards_total else
+                                    "no shards committed"),
+        "throughput": line_chart("Throughput: samples committed over time", [(t, n) for t, n, _ in data.throughput],
+                                 y_unit="samples", empty="no timed shard commits (not a sharded run)"
+                                 + (f"; overall {overall_rate(data.manifest)}" if overall_rate(data.manifest) else "")),
+    }
+
+
+def _sessions(data: ReportData) -> list[dict[str, Any]]:
+    dash = "—"
+    return [{"session": s.get("session", dash), "started": s.get("started_at") or dash,
+             "finished": s.get("finished_at") or "no end (killed?)", "workers": s.get("workers", dash),
+             "shards_run": s.get("shards_run", dash), "samples": s.get("samples", dash), "chars": s.get("chars", dash),
+             "chars_per_s": s.get("chars_per_s") if s.get("chars_per_s") is not None else dash,
+             "resumed": "yes" if s.get("resumed") else "no"} for s in data.sessions]
+
+
+def render_html(data: ReportData) -> str:
+    env = environment()
+    css = env.get_template("report.css").render()
+    counts = {k: data.counts.get(k, 0) for k in ("samples", "chars", "tokens", "bad_records", *STATES)}
+    per_engine = [(spec, {k: tally.get(k, 0) for k in STATES})
+                  for spec, tally in (data.counts.get("per_engine") or {}).items()]
+    return env.get_template("report.html.j2").render(
+        d=data, csp=content_security_policy(css), reference=_identity(data.reference),
+        candidates=[_identity(c) for c in data.candidates], sources=[_source(s) for s in data.manifest.get("sources") or []],
+        run=_run(data.manifest), warnings=_warnings(data.manifest), counts=counts, states=STATES,
+        per_engine=per_engine, plots=_plots(data), sessions=_sessions(data))
+
+
+def write_html(out_dir: Path, data: ReportData | None = None) -> Path:
+    """OUT/report.html from ``data`` (or from OUT's files when not given)."""
+    out_dir = Path(out_dir)
+    path = out_dir / REPORT_FILE
+    tmp = path.with_name(f".{REPORT_FILE}.tmp")
+    tmp.write_text(render_html(data or load_report(out_dir)), encoding="utf-8")
+    tmp.replace(path)
+    return path

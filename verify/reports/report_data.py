@@ -1,0 +1,274 @@
+"""The report model: everything the HTML report and the CI summary show, read from the
+committed files of one OUT folder (never from engines, never re-running anything).
+
+    load_report(out, max_findings=50, max_clusters=200) -> ReportData
+
+Reads ``manifest.json``, the committed findings (a run's committed shards in plan
+order, else ``divergences.jsonl``) with ``triage.jsonl`` joined in, ``clusters.json``,
+the shard markers (findings by position in the corpus, throughput over time),
+``sessions.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``). Findings
+are streamed once: tallies for every finding, full rows for the first
+``max_findings`` only, so a run with millions of findings renders in bounded memory.
+A finding without triage (``--minimize-budget 0``) gets its signature computed here
+from its stored input, the same function triage uses.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verify.errors import UsageError
+from verify.reports.visible import reveal_invisible, visible, visible_input
+
+REPRODUCER_CHARS = 300  # a minimised reproducer, shown
+ORIGINAL_CHARS = 120  # the start of an original input standing in for a reproducer not minimised
+CONTEXT_CHARS = 40  # either side of a finding's first difference, in the findings table
+CLUSTER_CONTEXT_CHARS = 24  # the same for a cluster's original (not minimised) input
+MISSING = "—"
+
+
+def run_verdict(manifest: dict[str, Any]) -> str:
+    """PASS when the run is complete and every sample was verified by every engine with
+    no bad record; INCOMPLETE while shards are missing; FAIL otherwise (summary.md's rule)."""
+    counts = manifest.get("counts") or {}
+    complete = manifest.get("complete", True)
+    ok = complete and counts.get("samples", 0) > 0 and counts.get("verified") == counts.get("samples") \
+        and not counts.get("bad_records")
+    return "PASS" if ok else "FAIL" if complete else "INCOMPLETE"
+
+
+def safe_link(url: Any) -> str | None:
+    """An http(s) URL that may become a link; anything else (javascript:, data:, relative) is shown as text."""
+    if not isinstance(url, str):
+        return None
+    lowered = url.strip().lower()
+    ok = lowered.startswith(("https://", "http://")) and not any(ord(c) < 0x21 or c in "\"'<>`" for c in url.strip())
+    return url.strip() if ok else None
+
+
+def token_at(window: dict | None, index: int | None) -> dict[str, str]:
+    """The id and decoded piece at ``index`` of an ``expected``/``actual`` window."""
+    if not window or index is None:
+        return {"id": MISSING, "piece": MISSING}
+    at = index - int(window.get("start") or 0)
+    ids, pieces = window.get("ids") or [], window.get("pieces")
+    tid = str(ids[at]) if 0 <= at < len(ids) else "(end)"
+    # Pieces already spell undecodable bytes as \xNN (backslashreplace): keep their backslashes.
+    piece = reveal_invisible(str(pieces[at])) if pieces is not None and 0 <= at < len(pieces) else MISSING
+    return {"id": tid, "piece": piece}
+
+
+def difference_view(*, token_index=None, byte_offset=None, expected=None, actual=None, error="", text="") -> dict:
+    """What the reports show of a first difference: located (token index, byte offset,
+    expected and actual id and piece), an ``error`` line, or a ``text`` line."""
+    return {"token_index": token_index, "byte_offset": byte_offset, "expected": expected or token_at(None, None),
+            "actual": actual or token_at(None, None), "error": error, "text": text}
+
+
+def first_difference(block: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The first difference of a finding (or of its minimised block): located for ``ids``,
+    the error for failures; None when nothing is located."""
+    if not block:
+        return None
+    if block.get("error") and block.get("token_index") is None:
+        error = block["error"]
+        return difference_view(error=visible(f"{error.get('type', '?')}: {error.get('message', '')}", 200))
+    index = block.get("token_index")
+    if index is None:
+        return None
+    return difference_view(token_index=index, byte_offset=block.get("byte_offset"),
+                           expected=token_at(block.get("expected"), index), actual=token_at(block.get("actual"), index))
+
+
+def finding_class(kind: str, sig: dict[str, Any] | None) -> str:
+    sig = sig or {}
+    if kind == "ids":
+        return f"ids {sig['transition']}" if sig.get("located") else "ids unlocated"
+    if kind == "bad-input":
+        return "bad-input"
+    return f"{kind} {sig.get('error_type') or ''}".strip()
+
+
+def finding_script(kind: str, sig: dict[str, Any] | None) -> str:
+    scripts = (sig or {}).get("script") or []
+    if kind != "ids" or not scripts:
+        return f"({kind})"
+    before, at = (list(scripts) + ["-", "-"])[:2]
+    return at if at != "-" else before
+
+
+@dataclass
+class ReportData:
+    out: Path
+    manifest: dict[str, Any]
+    verdict: str
+    findings_total: int = 0
+    findings: list[dict[str, Any]] = field(default_factory=list)  # first rows, display-ready
+    by_class: Counter = field(default_factory=Counter)
+    by_script: Counter = field(default_factory=Counter)
+    by_engine: Counter = field(default_factory=Counter)
+    by_shard: list[tuple[int, int, int]] = field(default_factory=list)  # (index, findings, samples) committed
+    shards_total: int = 0
+    throughput: list[tuple[float, int, int]] = field(default_factory=list)  # (s since start, samples, chars) cumulative
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    clusters: list[dict[str, Any]] = field(default_factory=list)  # display-ready, biggest first
+    clusters_total: int = 0
+    triaged: bool = False
+    gate: dict[str, Any] | None = None
+
+    @property
+    def reference(self) -> dict[str, Any] | None:
+        return self.manifest.get("reference")
+
+    @property
+    def candidates(self) -> list[dict[str, Any]]:
+        return list(self.manifest.get("candidates") or [])
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        return self.manifest.get("counts") or {}
+
+
+def _context(record: dict[str, Any], chars: int = CONTEXT_CHARS) -> dict[str, str] | None:
+    """``chars`` characters either side of a finding's first difference, escaped; None when not located."""
+    ctx = record.get("context")
+    if not ctx:
+        return None
+    return {"before": visible(ctx.get("before", "")[-chars:]), "after": visible(ctx.get("after", "")[:chars])}
+
+
+def _finding_row(record: dict[str, Any]) -> dict[str, Any]:
+    ctx = _context(record) or {"before": "", "after": ""}
+    error = record.get("error") or {}
+    return {"kind": record.get("kind", "ids"), "engine": record.get("engine") or MISSING,
+            "sample_id": visible(str(record.get("sample_id")), 120), "cluster": record.get("cluster") or MISSING,
+            "before": ctx["before"], "after": ctx["after"],
+            "difference": first_difference(record) if record.get("kind", "ids") == "ids" else None,
+            "error": visible(f"{error.get('type', '')}: {error.get('message', '')}", 200) if error else "",
+            "raw": visible(record.get("raw") or "", 120)}
+
+
+def _load_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"{path}: unreadable ({exc})") from None
+
+
+def _input_of(record: dict[str, Any], out: Path):
+    """The record's sample, or None for a bad record or a stored input that is gone."""
+    from verify.triage import load_record_input
+
+    try:
+        return load_record_input(record, out)
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _scan_findings(data: ReportData, max_findings: int) -> dict[tuple, dict[str, Any]]:
+    """One pass over the committed findings: tallies, first rows, first member of every cluster."""
+    from verify.classify import signature, signature_key
+    from verify.triage import committed_records, read_triage
+
+    triage = read_triage(data.out)
+    first_member: dict[tuple, dict[str, Any]] = {}
+    for record in committed_records(data.out):
+        kind = record.get("kind", "ids")
+        line = triage.get(record.get("finding_key"))
+        sample = None
+        if line is not None:
+            sig, key = line.get("signature"), line.get("cluster")
+        else:
+            sample = _input_of(record, data.out)
+            sig = signature(record, sample.text if sample is not None else "")
+            key = signature_key(sig)
+        data.findings_total += 1
+        data.by_class[finding_class(kind, sig)] += 1
+        data.by_script[finding_script(kind, sig)] += 1
+        data.by_engine[record.get("engine") or "(bad input)"] += 1
+        if len(data.findings) < max_findings:
+            data.findings.append(_finding_row({**record, "cluster": key}))
+        ident = (record.get("engine"), record.get("reference"), key)
+        if ident not in first_member:
+            sample = sample or _input_of(record, data.out)
+            first_member[ident] = {"record": {k: record.get(k) for k in ("kind", "token_index", "byte_offset",
+                                                                          "expected", "actual", "error")},
+                                   "input": None if sample is None else
+                                   visible_input([[s.text, s.allow_special] for s in sample.segments], ORIGINAL_CHARS),
+                                   "context": _context(record, CLUSTER_CONTEXT_CHARS)}
+    return first_member
+
+
+def _cluster_rows(data: ReportData, first_member: dict[tuple, dict[str, Any]], max_clusters: int) -> None:
+    from verify.triage import read_clusters
+
+    clusters = read_clusters(data.out)
+    data.clusters_total = len(clusters)
+    for c in sorted(clusters, key=lambda c: (-c.get("count", 0), str(c.get("engine")), str(c.get("key"))))[:max_clusters]:
+        member = first_member.get((c.get("engine"), c.get("reference"), c.get("key")), {})
+        minimised = c.get("example_minimized")
+        data.clusters.append({
+            "key": c.get("key") or MISSING, "engine": c.get("engine") or MISSING, "kind": c.get("kind", "ids"),
+            "count": c.get("count", 0), "tags": list(c.get("tags") or []),
+            "links": [u for u in (safe_link(x) for x in c.get("links") or []) if u],
+            "minimised": minimised is not None,
+            "reproducer": visible_input(minimised["input"], REPRODUCER_CHARS) if minimised else member.get("input") or "",
+            "difference": first_difference(minimised or member.get("record")),
+            "context": None if minimised else member.get("context"),  # where the original input first differs
+            "sample_ids": [visible(str(s), 80) for s in (c.get("sample_ids") or [])[:3]]})
+
+
+def _shards_and_throughput(data: ReportData) -> None:
+    from verify.pipeline.plan import PLAN_FILE, load_plan
+    from verify.pipeline.sessions import read_sessions
+    from verify.pipeline.store import ShardStore
+    from verify.reports.manifest import iso
+
+    data.sessions = read_sessions(data.out)
+    if not (data.out / PLAN_FILE).is_file():
+        return
+    plan = load_plan(data.out)
+    data.shards_total = len(plan.shards)
+    markers = ShardStore(data.out).committed([s.id for s in plan.shards])
+    data.by_shard = [(i, m.get("findings", 0), m["counts"].get("samples", 0)) for i, m in sorted(markers.items())]
+    start = min((s["started"] for s in data.sessions if s.get("started")), default=None)
+    timed = sorted((m["committed"], m["counts"].get("samples", 0), m["counts"].get("chars", 0))
+                   for m in markers.values() if m.get("committed"))
+    if start is None and timed:
+        start = timed[0][0]
+    samples = chars = 0
+    for committed, n, c in timed:
+        samples, chars = samples + n, chars + c
+        data.throughput.append((max(0.0, committed - start), samples, chars))
+    for s in data.sessions:  # per session: what its shards added, and how fast
+        began, ended = s.get("started"), s.get("finished")
+        if began is None:
+            continue
+        mine = [(n, c) for t, n, c in timed if t >= began and (ended is None or t <= ended + 1e-3)]
+        seconds = (ended - began) if ended else None
+        s["started_at"], s["finished_at"] = iso(began), iso(ended)
+        s["samples"] = sum(n for n, _ in mine)
+        s["chars"] = sum(c for _, c in mine)
+        s["chars_per_s"] = round(s["chars"] / seconds) if seconds else None
+
+
+def load_report(out: Path, max_findings: int = 50, max_clusters: int = 200) -> ReportData:
+    from verify.reports.gate_view import load_gate
+
+    out = Path(out)
+    manifest_path = out / "manifest.json"
+    gate = load_gate(out)
+    if not manifest_path.is_file() and gate is None:
+        raise UsageError(f"{out}: no manifest.json or gate.json (not a verify output folder, or it never started)")
+    manifest = _load_json(manifest_path) if manifest_path.is_file() else {}
+    data = ReportData(out=out, manifest=manifest, verdict=run_verdict(manifest) if manifest else gate["verdict"],
+                      gate=gate)
+    first_member = _scan_findings(data, max_findings)
+    data.triaged = (out / "clusters.json").is_file()
+    _cluster_rows(data, first_member, max_clusters)
+    _shards_and_throughput(data)
+    return data

@@ -1,0 +1,259 @@
+"""OUT/shadow.json (schema ``verify.shadow-report/1``) and OUT/shadow.md: what the engineer
+on call reads first.
+
+Confirmed against mismatched counts, production's tokenizers (each version, whether its
+vocabulary is the reference's), then the clusters by size -- status (new, known,
+allowlisted), first and last seen, affected versions, a reproducer (minimised when a
+replay engine reproduced production, else the smallest member's input, or under
+``--redact`` its hashes and window), the first difference, suspected-cause tags and the
+request ids -- and the bad records. Text is shown through ``ascii()``: control,
+bidirectional and invisible characters appear as escapes, never raw.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from verify.classify import Cluster
+from verify.shadow.schema import parse_timestamp
+
+REPORT_SCHEMA = "verify.shadow-report/1"
+MAX_REQUEST_IDS = 20
+MAX_LISTED_REQUESTS = 10_000
+MAX_SHOWN_IDS = 16
+MAX_MD_CLUSTERS = 30
+MAX_MD_TEXT = 160
+
+FLAG_HINTS = {"special": "special-token look-alike near the difference (allow_special handling)",
+              "long-run": "a long run of one character class (chunking of long runs)",
+              "long-input": "input over 100k characters (the engine's chunking)",
+              "nfc": "normalisation-sensitive text (does production normalise?)"}
+
+
+def _seen(members: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    stamped = [(parse_timestamp(m["timestamp"]), m["timestamp"]) for m in members if m.get("timestamp")]
+    stamped = [s for s in stamped if s[0] is not None]
+    if not stamped:
+        return None, None
+    return min(stamped)[1], max(stamped)[1]
+
+
+def suspects(c: Cluster, members: list[dict[str, Any]]) -> list[str]:
+    """Suspected-cause tags: tags.toml rows, the signature's flags and boundary, what the records say."""
+    sig = c.signature
+    out = list(c.tags)
+    if c.kind == "bad-input":
+        return out + ["the producer wrote records that break verify.shadow/1"]
+    if c.kind != "ids":
+        return out + [f"the reference failed ({sig.get('error_type')})"]
+    if sig.get("located"):
+        out.append(f"boundary {sig['transition']} ({'+'.join(sig['category'])}, {'+'.join(sig['script'])})")
+    else:
+        out.append("unlocated: production recorded only a digest (replay it with --engine to locate)")
+    out += [FLAG_HINTS[f] for f in sig.get("flags", []) if f in FLAG_HINTS]
+    if any(m.get("vocab_matches_reference") is False for m in members):
+        out.append("production's vocabulary is not the reference's (vocab_sha256 differs): check the deployment")
+    if any((m.get("session") or {}).get("turn") for m in members):
+        out.append("session turns after the first (history-dependent: incremental tokenization across turns?)")
+    return out
+
+
+def _trim(window: Any) -> Any:
+    if isinstance(window, dict) and len(window.get("ids", [])) > MAX_SHOWN_IDS:
+        return {**window, "ids": window["ids"][:MAX_SHOWN_IDS], "ids_shown": MAX_SHOWN_IDS,
+                **({"pieces": window["pieces"][:MAX_SHOWN_IDS]} if "pieces" in window else {})}
+    return window
+
+
+def _reproducer(c: Cluster, outcome) -> dict[str, Any]:
+    if c.example is not None:
+        block = c.example
+        doc = {"minimized": True, "input": block["input"], "chars": block.get("chars"),
+               "initial_chars": block.get("initial_chars"), "replay_engine": block.get("replay_engine"),
+               "stopped_on_budget": block.get("stopped_on_budget"),
+               "first_difference": {k: _trim(block.get(k)) for k in ("token_index", "byte_offset", "char_offset",
+                                                                      "expected", "actual")}}
+        if block.get("input_redacted"):
+            doc["redacted"] = block["input_redacted"]
+        return doc
+    doc = dict(outcome.reproducers.get(id(c)) or {"minimized": False, "why": "no input (bad records)"})
+    if "first_difference" in doc:
+        doc["first_difference"] = {k: _trim(v) for k, v in doc["first_difference"].items()}
+    return doc
+
+
+def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, outcome, known, allowlist,
+                 redacted: bool, files: list[str], replay_engines: dict[str, str]) -> dict[str, Any]:
+    members = outcome.members
+    rows = []
+    kinds = {"ids": 0, "bad-input": 2}  # production's mismatches first, then reference failures, bad records
+    order = sorted(outcome.clusters, key=lambda c: ({"new": 0, "known": 1, "allowlisted": 2}[
+        outcome.cluster_status(c)["status"]], kinds.get(c.kind, 1), -c.count, c.key))
+    for rank, c in enumerate(order, 1):
+        mine = [members[i] for i in c.members]
+        first, last = _seen(mine)
+        status = outcome.cluster_status(c)
+        if status.get("first_seen") and (first is None or parse_timestamp(status["first_seen"]) < parse_timestamp(first)):
+            first = status["first_seen"]
+        rows.append({"rank": rank, "key": c.key, "engine": c.engine, "kind": c.kind, **status,
+                     "count": c.count, "first_seen": first, "last_seen": last,
+                     "versions": sorted({m["version"] for m in mine if m.get("version")}),
+                     "request_ids": [m["request_id"] for m in mine[:MAX_REQUEST_IDS]],
+                     "digest_only": sum(1 for m in mine if m.get("digest_only")),
+                     "session_turns": sum(1 for m in mine if m.get("session")),
+                     "tags": c.tags, "suspects": suspects(c, mine), "cause": c.cause, "signature": c.signature,
+                     "reproducer": _reproducer(c, outcome)})
+    for r in rows:  # clusters whose minimised reproducers coincide: likely one bug
+        r["same_cause_as"] = [o["rank"] for o in rows if o is not r and r["cause"] and o["cause"] == r["cause"]]
+    by_index = {i: c for c in outcome.clusters for i in c.members}
+    failing = [{"request_id": m["request_id"], "timestamp": m["timestamp"], "version": m["version"],
+                "kind": outcome.light[i]["kind"], "cluster": by_index[i].key, "finding_key": m["finding_key"],
+                "status": outcome.cluster_status(by_index[i])["status"],
+                **({"session": m["session"]} if m.get("session") else {})}
+               for i, m in enumerate(members) if outcome.light[i]["kind"] != "bad-input"]
+    bad = [{"position": m["position"], "reason": m.get("reason"),
+            "cluster": by_index[i].key}
+           for i, m in enumerate(members) if outcome.light[i]["kind"] == "bad-input"]
+    states = counts.states
+    c_new = sum(1 for r in rows if r["status"] == "new")
+    unaccepted = sum(r["count"] for r in rows if r["status"] != "allowlisted")
+    ok = counts.samples > 0 and unaccepted == 0 and states["skipped"] == 0
+    previous = [c for c in known.clusters if (c.get("engine"), c.get("key")) not in
+                {(r["engine"], r["key"]) for r in rows}]
+    return {
+        "schema": REPORT_SCHEMA, "verdict": "pass" if ok else "fail", "redacted": redacted,
+        "reference": reference, "files": files, "replay_engines": replay_engines,
+        "counts": {"records": counts.samples, "confirmed": states["verified"], "mismatched": states["diverged"],
+                   "reference_failed": states["error"] + states["crash"] + states["timeout"],
+                   "skipped": states["skipped"], "bad_records": counts.bad_records,
+                   "clusters": len(rows), "new_clusters": c_new,
+                   "causes": len({r["cause"] or r["key"] for r in rows}), "accepted_findings": sum(
+                       r["count"] for r in rows if r["status"] == "allowlisted")},
+        "tokenizers": [{"name": n, "version": v, "vocab_sha256": sha,
+                        "vocab_matches_reference": None if sha is None or not reference
+                        or reference.get("vocab_sha256") is None else sha == reference["vocab_sha256"],
+                        **{k: t.get(k, 0) for k in ("records", "confirmed", "mismatched", "unchecked")}}
+                       for (n, v, sha), t in sorted(tokenizers.items(), key=lambda kv: tuple(str(x) for x in kv[0]))],
+        "clusters": rows,
+        "mismatched_requests": failing[:MAX_LISTED_REQUESTS],
+        "mismatched_requests_total": len(failing),
+        "bad_records": bad[:MAX_LISTED_REQUESTS],
+        "known_clusters": {"from": str(known.out) if known.out else None,
+                           "not_seen": [{"engine": c.get("engine"), "key": c.get("key")} for c in previous]},
+        "allowlist": allowlist.as_dict() if allowlist is not None else None,
+        "triage": outcome.summary.as_info(),
+    }
+
+
+# --- Markdown ----------------------------------------------------------------------------
+
+def _code(value: Any, limit: int = MAX_MD_TEXT) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=True)
+    text = text.replace("|", "\\|")
+    if len(text) > limit:
+        text = text[:limit - 1] + "…"
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def _input_repr(segments: list | None) -> str:
+    if not segments:
+        return "(empty)"
+    if len(segments) == 1 and not segments[0][1]:
+        return _code(ascii(segments[0][0]))
+    return _code(ascii([tuple(s) for s in segments]))
+
+
+def _reproducer_md(rep: dict[str, Any]) -> str:
+    if rep.get("minimized"):
+        return (f"{_input_repr(rep['input'])} (minimised from {rep.get('initial_chars')} characters against "
+                f"`{rep.get('replay_engine')}`{'; cut by the budget' if rep.get('stopped_on_budget') else ''}"
+                f"{'; redacted to its window' if rep.get('redacted') else ''})")
+    why = f" — not minimised: {rep['why']}" if rep.get("why") else ""
+    if rep.get("redacted"):
+        red = rep["redacted"]
+        window = (red.get("window") or {}).get("segments")
+        shown = f"window {_input_repr(window)}" if window else "no window (difference not located)"
+        return (f"request `{rep.get('request_id')}`: {shown}, {red['chars']} characters, text sha256 "
+                f"`{red['text_sha256'][:16]}…`{why}")
+    if rep.get("input") is not None:
+        return f"full input of request `{rep.get('request_id')}`: {_input_repr(rep['input'])}{why}"
+    if rep.get("input_file"):
+        return f"full input of request `{rep.get('request_id')}` in `{rep['input_file']}`{why}"
+    return rep.get("why") or "-"
+
+
+def _difference_md(diff: dict[str, Any] | None) -> str:
+    if not diff:
+        return "-"
+    if diff.get("token_index") is None:
+        exp = diff.get("expected_len")
+        return f"not located (production recorded a digest); reference {exp} ids, production {diff.get('actual_len')}"
+    parts = [f"token {diff['token_index']}, character {diff.get('char_offset')}"]
+    for side in ("expected", "actual"):
+        w = diff.get(side) or {}
+        parts.append(f"{side} {_code(w.get('pieces') or w.get('ids') or [], 80)}")
+    return "; ".join(parts)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    c = report["counts"]
+    ref = report.get("reference") or {}
+    verdict = "PASS" if report["verdict"] == "pass" else "FAIL"
+    lines = [f"# verify shadow: {verdict} — {c['mismatched']} of {c['records']} records mismatched "
+             f"({c['clusters']} clusters, {c['new_clusters']} new, {c['causes']} likely causes)", "",
+             f"- reference: `{ref.get('spec')}` ({ref.get('package') or '-'} {ref.get('package_version') or ''}, "
+             f"vocab sha256 `{(ref.get('vocab_sha256') or '-')[:16]}`)",
+             f"- records: {c['records']}: **confirmed {c['confirmed']}**, **mismatched {c['mismatched']}**, "
+             f"reference failed {c['reference_failed']}, skipped {c['skipped']}, bad records {c['bad_records']}"
+             + (f"; {c['accepted_findings']} findings in allowlisted clusters" if c["accepted_findings"] else ""),
+             f"- files: {', '.join(f'`{f}`' for f in report['files'])}",
+             f"- redacted: {'yes (hashes and windows only)' if report['redacted'] else 'no'}"]
+    for name, spec in report["replay_engines"].items():
+        lines.append(f"- replay of `{name}`: `{spec}`")
+    known = report["known_clusters"]
+    if known["from"]:
+        lines.append(f"- known clusters from `{known['from']}`; {len(known['not_seen'])} of them not seen in "
+                     "this sample")
+    lines += ["", "## Tokenizers", "", "| tokenizer | version | vocab sha256 | = reference | records | confirmed | "
+              "mismatched |", "|---|---|---|---|---|---|---|"]
+    for t in report["tokenizers"]:
+        same = {True: "yes", False: "**no**", None: "?"}[t["vocab_matches_reference"]]
+        lines.append(f"| {_code(t['name'])} | {_code(t['version'])} | `{(t['vocab_sha256'] or '-')[:16]}` | {same} | "
+                     f"{t['records']} | {t['confirmed']} | {t['mismatched']} |")
+    rows = report["clusters"]
+    lines += ["", f"## Clusters by size ({len(rows)}; new first)", ""]
+    if rows:
+        lines += ["| # | status | requests | first seen | last seen | versions | suspected cause |",
+                  "|---|---|---|---|---|---|---|"]
+        for r in rows[:MAX_MD_CLUSTERS]:
+            lines.append(f"| {r['rank']} | {r['status']} | {r['count']} | {r['first_seen'] or '-'} | "
+                         f"{r['last_seen'] or '-'} | {', '.join(r['versions']) or '-'} | "
+                         f"{(r['suspects'] or ['-'])[0].replace('|', '/')} |")
+        for r in rows[:MAX_MD_CLUSTERS]:
+            rep = r["reproducer"]
+            lines += ["", f"### {r['rank']}. {_code(r['key'])} — {r['status']}, {r['count']} requests", "",
+                      f"- engine `{r['engine'] or '-'}`; versions {', '.join(r['versions']) or '-'}; seen "
+                      f"{r['first_seen'] or '-'} .. {r['last_seen'] or '-'}"
+                      + (f"; allowlisted: {r['reason']}" if r["status"] == "allowlisted" else ""),
+                      f"- reproducer: {_reproducer_md(rep)}"
+                      + (f" — the same as cluster(s) {', '.join(map(str, r['same_cause_as']))} (cause `{r['cause']}`): "
+                         "likely one bug" if r["same_cause_as"] else ""),
+                      f"- first difference: {_difference_md(rep.get('first_difference'))}",
+                      f"- suspected cause: {'; '.join(r['suspects']) or '-'}",
+                      f"- requests: {', '.join(_code(x, 60) for x in r['request_ids'])}"
+                      + (" …" if r["count"] > len(r["request_ids"]) else "")]
+    if report["bad_records"]:
+        lines += ["", f"## Bad records ({c['bad_records']})", "", "| position | reason |", "|---|---|"]
+        for b in report["bad_records"][:MAX_MD_CLUSTERS]:
+            lines.append(f"| {_code(b['position'])} | {_code(b['reason'] or '-')} |")
+    lines += ["", "All findings: `divergences.jsonl`; triage: `triage.jsonl`, `clusters.json`; this report as data: "
+              "`shadow.json`.", ""]
+    return "\n".join(lines)
+
+
+def write_report(out: Path, report: dict[str, Any]) -> None:
+    out = Path(out)
+    (out / "shadow.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "shadow.md").write_text(render_markdown(report), encoding="utf-8")
