@@ -9,8 +9,11 @@ through the reference and every candidate still searched, compared sample by sam
                call an ``error`` of type ``BatchCallFailed``.
                An engine whose batch bug is known (``ids/stress-only/big-batch`` or
                ``error/BatchCallFailed``) skips the larger batches: what they could show
-               would be masked in that cluster.
-  thresholds   ``stress.threshold_plan``, one input at a time, until the deadline; an engine
+               would be masked in that cluster. The first batch always runs; the larger
+               ones only in the phase's first half, so the thresholds keep half of it.
+  thresholds   ``stress.threshold_plan``, one input at a time, until the deadline (the first
+               ``MIN_THRESHOLD_INPUTS`` whatever the time: a slow batch on a busy machine must
+               not leave the chunking thresholds untried); an engine
                whose ``ids/stress-only/cut-N`` cluster is known skips the other inputs at cut N.
 
 Stress-only bugs. For an ``ids`` finding of a cluster not known yet, its *twin* is
@@ -46,6 +49,7 @@ from verify.pipeline.shard_task import encode_all
 from verify.sample import Sample
 
 SOURCE = "fuzz-stress"
+MIN_THRESHOLD_INPUTS = 32  # whitespace-like probes at and around the 25,000-character cut
 BATCH_BUG_KEYS = (f"ids/{STRESS_ONLY}/big-batch", "error/BatchCallFailed")  # "its batch bug is found"
 COMPARE_SLICE = 4096  # samples compared (and their findings held) at a time
 MAX_RECHECKS = 1000  # twin rechecks per engine per stress shape (one per distinct ordinary cluster)
@@ -83,9 +87,12 @@ class StressPhase:
         started = time.monotonic()
         self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
                                                     "chars": 0, "tiers_done": [], "ended": "not started"}}
-        for size in self.batch_sizes:
+        # the big batches may use half of the phase at most: the threshold inputs find other bugs
+        # (chunking) and a slow batch must not leave them no time
+        batches_until = started + max(0.0, deadline - started) / 2
+        for n, size in enumerate(self.batch_sizes):
             active = self._still(active)
-            if not active or self._done() or time.monotonic() >= deadline:
+            if not active or self._done() or time.monotonic() >= (deadline if n == 0 else batches_until):
                 break
             # an engine whose batch bug is found skips the larger batches: their batch-only divergences
             # would all be masked in that cluster, and its local bugs show in the smaller batch's texts
@@ -189,7 +196,7 @@ class StressPhase:
             if not active or self._done():
                 info["ended"] = "pool empty"
                 break
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline and info["inputs"] >= MIN_THRESHOLD_INPUTS:
                 info["ended"] = "time"
                 break
             if item.tier != tier:

@@ -205,6 +205,12 @@ class ToktierEngine(Adapter):
                 f"exercised ({', '.join(reasons) or 'no reason given'}), so this run verifies the reference "
                 "route only"
             ]
+        appends = (report.get("session_store") or {}).get("session_appends") or 0
+        repair = report.get("session_repair") or {}
+        if appends and repair.get("status") == "reference_only":
+            report.setdefault("warnings", []).append(
+                f"toktier served its {appends} session appends on its reference route "
+                f"({repair.get('backend', '?')}, full re-encode): its incremental repair was not exercised")
         return report
 
     def _gpu_notes(self, report: dict) -> dict:

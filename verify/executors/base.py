@@ -20,13 +20,16 @@ worker dies, that append is a ``crash`` failure and every session it held is los
 
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.outcome import SKIPPED, Failure, Outcome
 from verify.sample import Sample, Segment
+
+if TYPE_CHECKING:
+    from verify.engines.sessions import SessionUpdate
 
 
 @runtime_checkable

@@ -15,7 +15,6 @@ import os
 import signal
 import tempfile
 import time
-from typing import Sequence
 
 import numpy as np
 

@@ -63,7 +63,7 @@ def _view(sha256: str, kind: str, encoding: str | None, target: str) -> Vocabula
         return _tekken(vocab)
     if kind == "sentencepiece":
         return _sentencepiece(vocab)
-    raise ConfigError(f"cannot inspect a '{kind}' vocabulary ({name})")
+    raise ConfigError(f"cannot inspect a '{kind}' vocabulary ({vocab.name})")
 
 
 def _tiktoken(vocab: ResolvedVocab, encoding: str | None) -> VocabularyView:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from verify.corpora.files import base_suffix, open_binary
-from verify.corpora.traces.importing import Invalid, session_or_bad
+from verify.corpora.traces.importing import Invalid, json_lines, session_or_bad
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
 
@@ -35,17 +35,8 @@ def chat_records(path: Path) -> Iterator[tuple[str, dict] | BadRecord]:
 
 
 def _jsonl(path: Path) -> Iterator[tuple[str, dict] | BadRecord]:
-    with open_binary(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            position = f"{path}:{lineno}"
-            try:
-                doc = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                yield BadRecord(position, f"invalid JSON ({exc})", raw[:200])
-                continue
-            yield (position, doc) if isinstance(doc, dict) else BadRecord(position, "not a JSON object", raw[:200])
+    for line in json_lines(path):
+        yield line if isinstance(line, BadRecord) else (line.position, line.doc)
 
 
 def _json(path: Path) -> Iterator[tuple[str, dict] | BadRecord]:

@@ -35,13 +35,11 @@ on); so is a cycle in ``parentUuid``.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from verify.corpora.files import open_binary
-from verify.corpora.traces.importing import Invalid, json_text, require_text, session_or_bad
+from verify.corpora.traces.importing import Invalid, json_lines, json_text, require_text, session_or_bad
 from verify.corpora.traces.model import SessionTrace
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
@@ -128,32 +126,24 @@ def _record(lineno: int, doc: dict) -> _Record:
 def _load(path: Path, bad: list[BadRecord]) -> tuple[dict[str, _Record], list[_Record]]:
     records: dict[str, _Record] = {}
     order: list[_Record] = []
-    with open_binary(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            position = f"{path}:{lineno}"
-            try:
-                doc = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                bad.append(BadRecord(position, f"invalid JSON ({exc})", raw[:200]))
-                continue
-            if not isinstance(doc, dict):
-                bad.append(BadRecord(position, "not a JSON object", raw[:200]))
-                continue
-            if doc.get("type") not in CHAIN_TYPES:
-                continue
-            try:
-                rec = _record(lineno, doc)
-            except Invalid as exc:
-                bad.append(BadRecord(position, str(exc), raw[:200]))
-                continue
-            if rec.uuid in records:
-                bad.append(BadRecord(position, f"uuid {rec.uuid} repeats line {records[rec.uuid].line}",
-                                     raw[:200]))
-                continue
-            records[rec.uuid] = rec
-            order.append(rec)
+    for line in json_lines(path):
+        if isinstance(line, BadRecord):
+            bad.append(line)
+            continue
+        lineno, position, doc, raw = line
+        if doc.get("type") not in CHAIN_TYPES:
+            continue
+        try:
+            rec = _record(lineno, doc)
+        except Invalid as exc:
+            bad.append(BadRecord(position, str(exc), raw[:200]))
+            continue
+        if rec.uuid in records:
+            bad.append(BadRecord(position, f"uuid {rec.uuid} repeats line {records[rec.uuid].line}",
+                                 raw[:200]))
+            continue
+        records[rec.uuid] = rec
+        order.append(rec)
     for rec in order:
         if rec.parent in records:
             records[rec.parent].children.append(rec.uuid)

@@ -29,12 +29,10 @@ of a known type whose fields break these rules is a bad record.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Iterator
 
-from verify.corpora.files import open_binary
-from verify.corpora.traces.importing import Invalid, json_text, require_text, session_or_bad
+from verify.corpora.traces.importing import Invalid, json_lines, json_text, require_text, session_or_bad
 from verify.corpora.traces.model import SessionTrace
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
@@ -95,40 +93,32 @@ def read(path: Path, shard=None) -> Iterator[SessionTrace | BadRecord]:
         if first_line is not None:
             yield from session_or_bad(template, f"{path}:{first_line}", messages, f"{path}:{first_line}")
 
-    with open_binary(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
+    for line in json_lines(path):
+        if isinstance(line, BadRecord):
+            yield line
+            continue
+        lineno, position, doc, raw = line
+        if doc.get("type") not in ("response_item", "compacted"):
+            continue
+        payload = doc.get("payload")
+        try:
+            if not isinstance(payload, dict):
+                raise Invalid(f"a '{doc['type']}' record needs an object 'payload'")
+            if doc["type"] == "compacted":
+                history = payload.get("replacement_history")
+                if history is not None and not isinstance(history, list):
+                    raise Invalid("'replacement_history' must be a list of response items")
+                fresh = [m for m in map(message_of, history) if m is not None] if history is not None \
+                    else [Message("user", require_text(payload.get("message"), "compacted message"))]
+                yield from finish()
+                first_line, messages = lineno, fresh
                 continue
-            position = f"{path}:{lineno}"
-            try:
-                doc = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                yield BadRecord(position, f"invalid JSON ({exc})", raw[:200])
-                continue
-            if not isinstance(doc, dict):
-                yield BadRecord(position, "not a JSON object", raw[:200])
-                continue
-            if doc.get("type") not in ("response_item", "compacted"):
-                continue
-            payload = doc.get("payload")
-            try:
-                if not isinstance(payload, dict):
-                    raise Invalid(f"a '{doc['type']}' record needs an object 'payload'")
-                if doc["type"] == "compacted":
-                    history = payload.get("replacement_history")
-                    if history is not None and not isinstance(history, list):
-                        raise Invalid("'replacement_history' must be a list of response items")
-                    fresh = [m for m in map(message_of, history) if m is not None] if history is not None \
-                        else [Message("user", require_text(payload.get("message"), "compacted message"))]
-                    yield from finish()
-                    first_line, messages = lineno, fresh
-                    continue
-                message = message_of(payload)
-            except Invalid as exc:
-                yield BadRecord(position, str(exc), raw[:200])
-                continue
-            if message is not None:
-                if first_line is None:
-                    first_line = lineno
-                messages.append(message)
+            message = message_of(payload)
+        except Invalid as exc:
+            yield BadRecord(position, str(exc), raw[:200])
+            continue
+        if message is not None:
+            if first_line is None:
+                first_line = lineno
+            messages.append(message)
     yield from finish()

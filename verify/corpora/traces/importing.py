@@ -4,12 +4,14 @@ the record-level error they raise, and turning a message list into a session.
     raise Invalid("'content' must be a string or a list of blocks")   # -> a BadRecord
     json_text({"name": "bash", "input": {...}})                       # sorted keys, UTF-8 kept
     yield from session_or_bad(template, "file.jsonl:3", messages, position="file.jsonl:3")
+    for line in json_lines(path): ...                                 # JsonLine or BadRecord
 """
 
 from __future__ import annotations
 
 import json
-from typing import Iterator, Sequence
+from pathlib import Path
+from typing import Iterator, NamedTuple, Sequence
 
 from verify.corpora.traces.model import SessionTrace
 from verify.corpora.traces.templates import ChatTemplate, Message
@@ -18,6 +20,32 @@ from verify.sample import BadRecord
 
 class Invalid(ValueError):
     """A record that cannot become messages; the importer yields it as a BadRecord."""
+
+
+class JsonLine(NamedTuple):
+    lineno: int
+    position: str  # file:line
+    doc: dict
+    raw: bytes
+
+
+def json_lines(path: Path) -> Iterator[JsonLine | BadRecord]:
+    """Every non-blank line of a JSON Lines file (``.gz``/``.zst`` too) as a JSON object;
+    a line that is no JSON, or no object, is a BadRecord."""
+    from verify.corpora.files import open_binary
+
+    with open_binary(path) as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            position = f"{path}:{lineno}"
+            try:
+                doc = json.loads(raw)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                yield BadRecord(position, f"invalid JSON ({exc})", raw[:200])
+                continue
+            yield JsonLine(lineno, position, doc, raw) if isinstance(doc, dict) else \
+                BadRecord(position, "not a JSON object", raw[:200])
 
 
 def json_text(value) -> str:

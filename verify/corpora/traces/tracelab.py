@@ -26,14 +26,12 @@ A line that is no JSON object, or a round that breaks these rules, is a bad reco
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 from typing import Iterator
 
-from verify.corpora.files import open_binary
 from verify.corpora.traces.agent_text import AgentText
-from verify.corpora.traces.importing import Invalid, session_or_bad
+from verify.corpora.traces.importing import Invalid, json_lines, session_or_bad
 from verify.corpora.traces.model import SessionTrace
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
@@ -86,26 +84,19 @@ def read(path: Path, shard=None) -> Iterator[SessionTrace | BadRecord]:
     template = shard_template(shard)
     sessions: dict[str, list[tuple[int, int, list[tuple[str, int]]]]] = {}
     first_line: dict[str, int] = {}
-    with open_binary(path) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            position = f"{path}:{lineno}"
-            try:
-                doc = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                yield BadRecord(position, f"invalid JSON ({exc})", raw[:200])
-                continue
-            try:
-                if not isinstance(doc, dict):
-                    raise Invalid("not a JSON object")
-                parts = round_sizes(doc)
-            except Invalid as exc:
-                yield BadRecord(position, str(exc), raw[:200])
-                continue
-            sid = doc["session_id"]
-            first_line.setdefault(sid, lineno)
-            sessions.setdefault(sid, []).append((doc["round_index"], lineno, parts))
+    for line in json_lines(path):
+        if isinstance(line, BadRecord):
+            yield line
+            continue
+        lineno, position, doc, raw = line
+        try:
+            parts = round_sizes(doc)
+        except Invalid as exc:
+            yield BadRecord(position, str(exc), raw[:200])
+            continue
+        sid = doc["session_id"]
+        first_line.setdefault(sid, lineno)
+        sessions.setdefault(sid, []).append((doc["round_index"], lineno, parts))
     for sid, rounds in sessions.items():
         messages = [Message(role, fill_text(sid, round_index, i, role, chars))
                     for round_index, _, parts in sorted(rounds)
