@@ -156,13 +156,35 @@ def probe_set(vocab: str | None) -> ProbeSet:
     return probe_set_for_view(view)
 
 
+# anchors for a fixed-range split, preferred where they fall in a sub-range: frequent single tokens
+RANGE_ANCHORS = "中の日アカ"
+
+
+def range_contexts(ranges) -> list[Context]:
+    """Contexts for a split on fixed code point ranges (DeepSeek's ``[一-龥぀-ゟ゠-ヿ]+``): the
+    code point between two characters of each sub-range, so one inside the range joins them
+    into one isolated run and one outside (an engine that implements the range as a script
+    property, say) splits it -- no Unicode table answers this, only the engine's range does."""
+    out: list[Context] = []
+    for regex in ranges:
+        for n, (lo, hi) in enumerate(re.findall(r"(.)-(.)", regex)):
+            a, b = ord(lo), ord(hi)
+            anchor = next((ch for ch in RANGE_ANCHORS if a <= ord(ch) <= b), chr(a + (b - a) // 2))
+            out.append(Context(f"range-{n}-{anchor}", f"{anchor}{{c}}{anchor}",
+                               f"is it inside the fixed range {lo}-{hi} of the split {regex!r}: joined "
+                               f"with {anchor} on both sides into one run, or split from them"))
+    return out
+
+
 def probe_set_for_view(view) -> ProbeSet:
     feats = features(p.regex for p in view.patterns)
     # No pre-tokenizer pattern (SentencePiece): only spaces split the text; ask about those.
     contexts = structural_contexts(feats) if view.patterns else \
         [c for c in CONTEXTS if c.name in ("alone", "in-word", "run", "spaced", "space-before-letter", "spaces-before")]
+    ranged = range_contexts(view.isolated_ranges)
+    contexts = [*contexts, *ranged]
     by_name = {c.name: c for c in contexts}
-    stable = [by_name[n] for n in FOR_STABLE if n in by_name]
+    stable = [by_name[n] for n in FOR_STABLE if n in by_name] + ranged
     cheap = [by_name[n] for n in FOR_UNASSIGNED if n in by_name]
     specials = sorted(view.special, key=len, reverse=True)
     # Entries holding a special-token literal are no neighbours: a probe is then special-free

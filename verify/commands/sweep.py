@@ -47,7 +47,15 @@ def run(args) -> int:
     rows: list[str] = []
     unicode_rows: list[str] = []
     clean = True
+    skipped: list[str] = []
     for reference in args.reference or DEFAULT_REFERENCES:
+        from verify.pipeline.run import expand_candidates
+
+        if not expand_candidates(reference, ["all"])[0]:
+            # nothing installed runs on this vocabulary: say so, and sweep the other references
+            print(f"{reference}: no installed candidate engine runs on this vocabulary (engines/*.toml); skipped")
+            skipped.append(reference)
+            continue
         if args.unicode or args.unicode_only:
             from verify.commands.unicode import unicode_job
 
@@ -74,6 +82,8 @@ def run(args) -> int:
     if unicode_rows:
         lines += ["| reference | engine | mismatching code points | ranges | tables match Unicode | explained | "
                   "whitespace-like | errors | seconds |", "|---|---|---|---|---|---|---|---|---|", *unicode_rows, ""]
+    if skipped:
+        lines += [f"References without an installed candidate (not swept): {', '.join(skipped)}", ""]
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.md").write_text("\n".join(lines), encoding="utf-8")
     print(f"sweep table -> {out / 'sweep.md'}")
