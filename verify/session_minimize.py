@@ -158,29 +158,39 @@ def _shrink_turn(turns: Turns, position: int, fails, budget_s: float) -> Turns:
     return shrunk
 
 
+def session_ids(executor, turns: Turns, key: str = "minimise"):
+    """The transcript ids after replaying ``turns`` on a fresh session of ``executor``, or
+    ``None`` when the engine fails on the way (a failure is not the divergence minimised)."""
+    import numpy as np
+
+    from verify.engines.sessions import apply_update
+    from verify.outcome import Failure
+
+    if isinstance(executor.open_session(key), Failure):
+        return None
+    try:
+        ids = np.zeros(0, dtype=np.uint32)
+        for turn in turns:
+            update = executor.session_append(key, turn)
+            if isinstance(update, Failure):
+                return None
+            ids = apply_update(ids, update)
+        return ids
+    finally:
+        executor.close_session(key)
+
+
 def replay_fails(reference, executor, key: str = "minimise") -> Callable[[Turns], bool]:
     """``still_fails`` for a stateful candidate: replay the turns on a fresh session of
     ``executor`` and compare its transcript ids after the last turn with ``reference``'s
     from-scratch encode (``verify.outcome.differ``: a failure on either side is not a
     divergence, so a minimised input never turns into a different kind of finding)."""
-    import numpy as np
-
-    from verify.engines.sessions import apply_update
-    from verify.outcome import Failure, differ
+    from verify.outcome import differ
 
     def fails(turns: Turns) -> bool:
-        opened = executor.open_session(key)
-        if isinstance(opened, Failure):
+        ids = session_ids(executor, turns, key)
+        if ids is None:
             return False
-        try:
-            ids = np.zeros(0, dtype=np.uint32)
-            for turn in turns:
-                update = executor.session_append(key, turn)
-                if isinstance(update, Failure):
-                    return False
-                ids = apply_update(ids, update)
-        finally:
-            executor.close_session(key)
         (expected,) = reference.encode([Sample("minimise", coalesce(s for t in turns for s in t))])
         return differ(expected, ids)
     return fails
@@ -190,31 +200,17 @@ def minimized_session_fields(session: dict, sample: Sample, reference, executor,
     """Triage's ``minimized`` block for a session finding: the (prefix, append) pair, the
     whole minimised transcript as ``input``, and where the final replay diverges.
     ``None`` when the recorded session does not fail again (a flaky engine)."""
-    import numpy as np
-
-    from verify.engines.sessions import apply_update
     from verify.findings import describe_divergence
-    from verify.outcome import Failure, differ
+    from verify.outcome import differ
 
     turns = turns_from_record(sample.segments, session.get("turn_chars") or [len(sample.text)])
     result = minimise_session(turns, replay_fails(reference, executor), budget_s=budget_s)
     if not result.reproduced:
         return None
     final = result.transcript()
-    key = "minimised-final"
-    if isinstance(executor.open_session(key), Failure):
-        return None
-    try:
-        ids = np.zeros(0, dtype=np.uint32)
-        for turn in result.turns:
-            update = executor.session_append(key, turn)
-            if isinstance(update, Failure):
-                return None
-            ids = apply_update(ids, update)
-    finally:
-        executor.close_session(key)
+    ids = session_ids(executor, result.turns, "minimised-final")
     (expected,) = reference.encode([final])
-    if not differ(expected, ids):
+    if ids is None or not differ(expected, ids):
         return None
     located = describe_divergence(final, expected, ids, reference.token_bytes(expected), executor.token_bytes(ids))
     block = {"input": [[s.text, s.allow_special] for s in final.segments],

@@ -293,19 +293,13 @@ def _triage(out, pool, summary, rules, budget_s, per_cluster, started):
             # a stateful engine's session finding: shrink the (prefix, append) pair
             block = minimized_session_fields(session, load_record_input(kept[item.index], out), reference,
                                              executor, share)
-            if block is None:
-                skipped[item.index] = SKIP_NOT_REPRODUCED
+        else:
+            predicate = still_fails(item.kind, reference, executor, item.error_type)
+            result = minimise(load_record_input(kept[item.index], out), predicate, budget_s=share)
+            if not result.reproduced:
+                skipped[item.index] = SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
                 continue
-            minimized[item.index] = block
-            if item.cluster.example is None:
-                item.cluster.example = block
-            continue
-        predicate = still_fails(item.kind, reference, executor, item.error_type)
-        result = minimise(load_record_input(kept[item.index], out), predicate, budget_s=share)
-        if not result.reproduced:
-            skipped[item.index] = SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
-            continue
-        block = minimized_fields(item.kind, reference, executor, result)
+            block = minimized_fields(item.kind, reference, executor, result)
         if block is None:
             skipped[item.index] = SKIP_NOT_REPRODUCED
             continue
