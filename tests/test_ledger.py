@@ -11,26 +11,7 @@ import pyarrow.parquet as pq
 
 from conftest import run_cli
 
-PLUGIN = '''
-from tokenizers import Tokenizer
-
-class Engine:
-    """The tiny tokenizer, with the middle token of any text holding 'ß' made 0."""
-    def __init__(self):
-        self.tok = Tokenizer.from_file(PATH)
-        self.tok.encode_special_tokens = True
-    def encode_batch(self, texts):
-        out = []
-        for text, enc in zip(texts, self.tok.encode_batch(list(texts), add_special_tokens=False)):
-            ids = list(enc.ids)
-            if "\\u00df" in text and ids:
-                ids[len(ids) // 2] = 0
-            out.append(ids)
-        return out
-
-def planted():
-    return Engine()
-'''
+from test_pipeline import PLUGIN  # noqa: E402  the tiny tokenizer with one planted bug ('ß')
 
 
 def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300"):
