@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from verify.adversarial.table_recall import faults, found_share, measure
+from verify.adversarial.unicode.table_recall import faults, found_share, measure
 
 
 def main() -> None:

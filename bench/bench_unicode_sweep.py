@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from verify.adversarial.unicode_sweep import sweep
+from verify.adversarial.unicode.sweep import sweep
 from verify.executors.pool import EngineOptions, EnginePool
 
 PAIRS = {

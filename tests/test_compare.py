@@ -1,6 +1,6 @@
 import numpy as np
 
-from verify.compare import char_offset, first_difference, token_byte_offsets
+from verify.token_diff import char_offset, first_difference, token_byte_offsets
 
 
 def arr(*xs):

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis.errors import NoSuchExample
 
 from conftest import run_cli
-from verify.adversarial import strategies as S
-from verify.adversarial.fuzz import EXAMPLES_ENV, fuzz
+from verify.adversarial.fuzz import strategies as S
+from verify.adversarial.fuzz.search import EXAMPLES_ENV, fuzz
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 
@@ -255,7 +255,7 @@ def test_whitespace_runs_use_every_listed_space():
 
 def test_atheris_target_raises_with_input_and_both_id_lists(planted):
     pytest.importorskip("atheris")
-    from verify.adversarial import atheris_target as target
+    from verify.adversarial.fuzz import atheris_target as target
 
     target.configure(f"{planted}:groups3", [f"{planted}:groups4"])
     target.TestOneInput(b"\x01123")  # decodes to "123": the engines agree

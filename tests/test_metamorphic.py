@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import run_cli
-from verify.adversarial.metamorphic import CHECKS, check_samples
+from verify.adversarial.checks.metamorphic import CHECKS, check_samples
 from verify.engines.fake import FakeEngine
 from verify.executors.local import LocalExecutor
 from verify.executors.pool import EngineOptions, EnginePool

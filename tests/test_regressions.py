@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import REPO, run_cli
-from verify.adversarial.regressions import ids_record, ids_sha256, load_cases, replay, replay_all
+from verify.adversarial.regressions.cases import ids_record, ids_sha256, load_cases, replay, replay_all
 from verify.errors import ConfigError
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.keys import input_key

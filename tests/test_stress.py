@@ -10,11 +10,11 @@ import json
 import pytest
 
 from conftest import run_cli
-from verify.adversarial import stress as S
-from verify.adversarial.fuzz import EXAMPLES_ENV, fuzz
-from verify.adversarial.metamorphic import MetamorphicChecker
-from verify.adversarial.stress_check import StressCheck
-from verify.adversarial.unicode_contexts import WHITESPACE_LIKE
+from verify.adversarial.stress import shapes as S
+from verify.adversarial.fuzz.search import EXAMPLES_ENV, fuzz
+from verify.adversarial.checks.metamorphic import MetamorphicChecker
+from verify.adversarial.checks.stress import StressCheck
+from verify.adversarial.unicode.contexts import WHITESPACE_LIKE
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.outcome import agree
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from verify.adversarial.table_faults import TableFault, planted_engine
-from verify.adversarial.table_recall import REFERENCES, faults, measure, version_named
-from verify.adversarial.unicode_sweep import sweep
+from verify.adversarial.unicode.table_faults import TableFault, planted_engine
+from verify.adversarial.unicode.table_recall import REFERENCES, faults, measure, version_named
+from verify.adversarial.unicode.sweep import sweep
 from verify.engines import build_engine
 from verify.executors import LocalExecutor
 

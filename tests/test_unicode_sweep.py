@@ -8,10 +8,10 @@ import unicodedata
 import numpy as np
 import pytest
 
-from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_attribution import attribute
-from verify.adversarial.unicode_contexts import CONTEXTS, code_points
-from verify.adversarial.unicode_sweep import sweep, sweep_many
+from verify.adversarial.unicode import tables as ud
+from verify.adversarial.unicode.attribution import attribute
+from verify.adversarial.unicode.contexts import CONTEXTS, code_points
+from verify.adversarial.unicode.sweep import sweep, sweep_many
 from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
 from verify.executors.local import LocalExecutor
 from verify.reports.unicode import write_unicode_report

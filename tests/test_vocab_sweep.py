@@ -10,9 +10,9 @@ import json
 import pytest
 
 from conftest import run_cli
-from verify.adversarial.vocab_sweep import (FOLLOWERS, SweepPlan, near_misses, pair_ids, pair_samples,
+from verify.adversarial.vocab.sweep import (FOLLOWERS, SweepPlan, near_misses, pair_ids, pair_samples,
                                             special_samples, token_contexts, token_samples)
-from verify.adversarial.vocab_texts import token_texts, utf8_needs, vocabulary_of
+from verify.adversarial.vocab.texts import token_texts, utf8_needs, vocabulary_of
 from verify.engines import build_engine
 from verify.findings import read_findings
 

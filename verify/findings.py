@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from verify import jsonl
-from verify.compare import char_offset, first_difference, token_byte_offsets
+from verify.token_diff import char_offset, first_difference, token_byte_offsets
 from verify.keys import KEYS_VERSION, finding_key, input_key
 from verify.outcome import FAILURE_KINDS, Failure
 from verify.sample import Sample

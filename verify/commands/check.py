@@ -1,8 +1,8 @@
 """`verify check`: metamorphic checks of one engine, no reference needed.
 
-Properties (see ``verify.adversarial.metamorphic``): repeat, history (fresh vs
+Properties (see ``verify.adversarial.checks.metamorphic``): repeat, history (fresh vs
 warmed engine), batch vs single, 1 vs 4 threads, decode roundtrip (byte-level
-engines that can decode), and ``stress`` (``verify.adversarial.stress_check``: a
+engines that can decode), and ``stress`` (``verify.adversarial.checks.stress``: a
 batch of 10^4-10^5 short samples in one call against single calls, inputs across
 the 25,000 / 400,000-character chunking thresholds; after the corpus, bounded by
 ``--stress-budget``). The fresh and the warm engine are two executors of
@@ -32,7 +32,7 @@ DEFAULT_CORPUS = "smoke"
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.metamorphic import CHECKS
+    from verify.adversarial.checks.metamorphic import CHECKS
 
     p = sub.add_parser("check", help="metamorphic checks of one engine (no reference needed)")
     p.add_argument("--engine", required=True, metavar="SPEC", help="the engine to check (ADAPTER:VOCAB or a name)")
@@ -49,8 +49,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from verify.adversarial.metamorphic import CHECKS, MetamorphicChecker
-    from verify.adversarial.stress_check import DEFAULT_BUDGET_S, StressCheck
+    from verify.adversarial.checks.metamorphic import CHECKS, MetamorphicChecker
+    from verify.adversarial.checks.stress import DEFAULT_BUDGET_S, StressCheck
     from verify.corpora import open_corpus
     from verify.executors.pool import EnginePool
     from verify.job import CommandJob

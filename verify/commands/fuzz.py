@@ -1,9 +1,9 @@
 """`verify fuzz`: differential fuzzing of candidate engines against a reference.
 
-Hypothesis-driven by default (``verify.adversarial.fuzz``), followed by a stress
+Hypothesis-driven by default (``verify.adversarial.fuzz.search``), followed by a stress
 phase of serving-shaped inputs (``--no-stress`` skips it); ``--allowlist FILE``
 names accepted clusters (``verify.allowlist``); ``--atheris`` runs the
-coverage-guided libFuzzer target ``verify.adversarial.atheris_target`` instead."""
+coverage-guided libFuzzer target ``verify.adversarial.fuzz.atheris_target`` instead."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from verify.errors import UsageError
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.fuzz import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
+    from verify.adversarial.fuzz.search import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
 
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
     add_engine_options(p)
@@ -66,12 +66,12 @@ def run(args) -> int:
     reference, candidates = reference_and_candidates(args)
     out = out_dir(args, "fuzz")
     if args.atheris:
-        from verify.adversarial.atheris_target import run_atheris
+        from verify.adversarial.fuzz.atheris_target import run_atheris
 
         return run_atheris(reference, candidates, out, budget_s=args.budget, runs=args.max_examples,
                            seed=args.seed)
 
-    from verify.adversarial.fuzz import DEFAULT_DATABASE, fuzz
+    from verify.adversarial.fuzz.search import DEFAULT_DATABASE, fuzz
 
     result = fuzz(reference, candidates, out_dir=out, max_examples=args.max_examples, budget_s=args.budget,
                   seed=args.seed, database_dir=args.database or DEFAULT_DATABASE, engine=options,

@@ -95,7 +95,7 @@ def _specs(cases) -> tuple[str | None, list[str]]:
 
 def add_case(args) -> int:
     """``verify recheck --add ID``: encode the input on both engines and write the case."""
-    from verify.adversarial.regression_record import record_case, write_case
+    from verify.adversarial.regressions.record import record_case, write_case
     from verify.executors.pool import EnginePool
     from verify.sample import Sample
 
@@ -112,7 +112,7 @@ def add_case(args) -> int:
 
 
 def run(args) -> int:
-    from verify.adversarial.regressions import load_cases, replay_all
+    from verify.adversarial.regressions.cases import load_cases, replay_all
     from verify.comparison import sample_size
     from verify.job import CommandJob
 

@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
     p.add_argument("--traces", action="append", metavar="PATH|agent:SEED", help="repeatable")
     p.add_argument("--edits", type=int, metavar="N",
                    help="instead of traces: N hypothesis edit scripts aimed at splice certificates "
-                        "(verify.adversarial.session_fuzz), shrunk on failure")
+                        "(verify.adversarial.fuzz.sessions), shrunk on failure")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the --edits search")
     p.add_argument("--format", metavar="FORMAT", help="verify, claude-code, codex, sharegpt, openai, tracelab")
     p.add_argument("--template", metavar="NAME|FILE", help="chat template rendering messages into segments "
@@ -70,7 +70,7 @@ def run(args) -> int:
 
 def _edits(args, reference: str) -> int:
     """``--edits N``: the hypothesis search over edit scripts, then triage on what it found."""
-    from verify.adversarial.session_fuzz import fuzz_sessions
+    from verify.adversarial.fuzz.sessions import fuzz_sessions
     from verify.job import CommandJob
     from verify.triage import run_triage
 

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from verify.adversarial.unicode_contexts import MAX_CP
+from verify.adversarial.unicode.contexts import MAX_CP
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_engine_options, add_out_option, add_pool_options, engine_options, out_dir,
                                      reference_and_candidates)
@@ -81,7 +81,7 @@ def unicode_job(reference: str, requested: list[str], out, options, argv: list[s
     """One Unicode sweep of every candidate against ``reference`` into ``out`` (``all``
     expands to every installed engine on the reference's vocabulary; those that do not
     load are reported, not fatal). Returns the ``SweepResult``s."""
-    from verify.adversarial.unicode_sweep import sweep_many
+    from verify.adversarial.unicode.sweep import sweep_many
     from verify.job import CommandJob
     from verify.pipeline.run import expand_candidates
     from verify.progress import progress_bar

@@ -3,7 +3,7 @@
 ``verify vocab sweep --reference R --candidate C [...]`` puts every token of R's
 vocabulary through R and each candidate as text: alone and in contexts, in
 boundary-crossing pairs, and every added/special token with its near-misses
-(``verify.adversarial.vocab_sweep``). Findings go to OUT/divergences.jsonl and are
+(``verify.adversarial.vocab.sweep``). Findings go to OUT/divergences.jsonl and are
 triaged (OUT/triage.jsonl, clusters.json); OUT/manifest.json's ``sources`` say what
 was swept. Exit 0 only when every sample agreed, 1 otherwise, 2 on a usage error.
 """
@@ -23,7 +23,7 @@ SWEEP_HELP = ("every token of the reference's vocabulary as text (alone, in cont
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.vocab_sweep import DEFAULT_BATCH, DEFAULT_MAX_FINDINGS, DEFAULT_PAIRS, PARTS
+    from verify.adversarial.vocab.sweep import DEFAULT_BATCH, DEFAULT_MAX_FINDINGS, DEFAULT_PAIRS, PARTS
     from verify.cli import SubParser
 
     vocab = sub.add_parser("vocab", help="known vocabularies; sweep a vocabulary through engines")
@@ -73,8 +73,8 @@ def run(args) -> int:
 
 
 def run_sweep(args) -> int:
-    from verify.adversarial import vocab_sweep
-    from verify.adversarial.vocab_texts import vocabulary_of
+    from verify.adversarial.vocab import sweep as vocab_sweep
+    from verify.adversarial.vocab.texts import vocabulary_of
     from verify.job import CommandJob
     from verify.pipeline.run import expand_candidates
     from verify.progress import progress_for

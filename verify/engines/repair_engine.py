@@ -52,7 +52,7 @@ class RepairEngine(WrappedEngine):
     def longest(self) -> int:
         """Bytes of the inner vocabulary's longest token, added and special tokens included."""
         if self._longest is None:
-            from verify.adversarial.vocab_texts import engine_vocabulary
+            from verify.adversarial.vocab.texts import engine_vocabulary
 
             vocab = engine_vocabulary(self.inner)
             self._longest = max([*(len(b) for b in vocab.tokens.values()),

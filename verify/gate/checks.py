@@ -6,7 +6,7 @@ exists for it, in this process, and read back what it committed.
 kind        runs                                                  clusters from
 corpus      verify.pipeline.run.run_job (resumable)               clusters.json (triage)
 replay      run_job with traces (resumable)                       clusters.json
-fuzz        verify.adversarial.fuzz.fuzz (the allowlist masks)    clusters.json + masked allowlisted
+fuzz        verify.adversarial.fuzz.search.fuzz (the allowlist masks)    clusters.json + masked allowlisted
 unicode     verify.commands.unicode.unicode_job                   unicode.json
 vocab       `verify vocab sweep` (its command function)           clusters.json
 recheck     `verify recheck` on the cases of the candidates       recheck.json
@@ -188,7 +188,7 @@ def _replay(ctx: CheckContext, run: CheckRun) -> None:
 
 
 def _fuzz(ctx: CheckContext, run: CheckRun) -> None:
-    from verify.adversarial.fuzz import DEFAULT_MAX_FINDINGS, fuzz
+    from verify.adversarial.fuzz.search import DEFAULT_MAX_FINDINGS, fuzz
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out
     _fresh(out)
@@ -204,7 +204,7 @@ def _fuzz(ctx: CheckContext, run: CheckRun) -> None:
 
 
 def _unicode(ctx: CheckContext, run: CheckRun) -> None:
-    from verify.adversarial.unicode_contexts import MAX_CP
+    from verify.adversarial.unicode.contexts import MAX_CP
     from verify.commands.unicode import unicode_job
 
     _fresh(ctx.out)
@@ -237,7 +237,7 @@ def _same_engine(a: str, b: str) -> bool:
 
 
 def _recheck(ctx: CheckContext, run: CheckRun) -> None:
-    from verify.adversarial.regressions import load_cases
+    from verify.adversarial.regressions.cases import load_cases
     from verify.config import project_dir
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out

@@ -156,7 +156,7 @@ def _first_ids_difference(expected: Any, actual: Any) -> dict[str, Any] | None:
 def recheck_clusters(out: Path, label: str, rel: str) -> list[dict[str, Any]]:
     """One cluster per regression case whose replay is not as recorded (``verdict`` other
     than ok / skipped in recheck.json)."""
-    from verify.adversarial.regressions import load_case
+    from verify.adversarial.regressions.cases import load_case
 
     path = Path(out) / "recheck.json"
     if not path.is_file():

@@ -241,7 +241,7 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         if kind == "corpus" and "seed" in options and "sample" not in options:
             raise ConfigError(f"{at}: 'seed' goes with 'sample'")
         if kind == "metamorphic" and "checks" in options:
-            from verify.adversarial.metamorphic import CHECKS
+            from verify.adversarial.checks.metamorphic import CHECKS
 
             options["checks"] = _choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
         for key in ("corpus", "traces"):

@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_sweep import SweepResult
+from verify.adversarial.unicode import tables as ud
+from verify.adversarial.unicode.sweep import SweepResult
 
 MD_ROWS = 50
 

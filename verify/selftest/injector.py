@@ -10,7 +10,7 @@ others get the inner engine's ids unchanged.
 
 - token kinds (``verify.selftest.faults``): substitute, delete, insert, boundary;
 - ``unicode``: the inner engine's vocabulary and pre-tokenizer pattern with one character
-  class taken from another Unicode table (``verify.adversarial.table_faults``; ``unicode=
+  class taken from another Unicode table (``verify.adversarial.unicode.table_faults``; ``unicode=
   numbers@15.0.0`` by default): a selected input gets that engine's ids, which differ from
   the inner engine's only where the class change moves a boundary that matters;
 - ``history``: stateless encodes are correct; a session is correct until its transcript
@@ -30,7 +30,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
-from verify.compare import first_difference
+from verify.token_diff import first_difference
 from verify.errors import ConfigError
 from verify.keys import input_key
 from verify.selftest.faults import TOKEN_KINDS, Injection, TokenTable, corrupt, selected
@@ -103,7 +103,7 @@ class FaultInjector:
         self.table = table
         self.planted = None
         if config.kind == "unicode":
-            from verify.adversarial.table_faults import TableFault, planted_engine
+            from verify.adversarial.unicode.table_faults import TableFault, planted_engine
 
             if vocab is None:
                 raise ConfigError("a unicode fault needs an inner engine with a known vocabulary")

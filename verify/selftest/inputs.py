@@ -20,7 +20,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from verify.adversarial.unicode_contexts import CONTEXTS
+from verify.adversarial.unicode.contexts import CONTEXTS
 from verify.sample import Sample, Segment
 
 SPLICES_PER_DOCUMENT = 3
@@ -29,7 +29,7 @@ MAX_TURN_CHARS = 4000  # long documents are no agent turn
 
 def changed_code_points(vocab: str, unicode_fault: str) -> np.ndarray:
     """Code points (surrogates excluded) whose class differs in the planted table."""
-    from verify.adversarial.table_faults import TableFault
+    from verify.adversarial.unicode.table_faults import TableFault
 
     cls, _, table = unicode_fault.partition("@")
     changed = TableFault(vocab, cls, table).changed()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from verify.compare import first_difference
+from verify.token_diff import first_difference
 from verify.engines.base import as_token_array
 from verify.engines.registry import build_engine
 from verify.errors import UsageError

@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verify.compare import first_difference
+from verify.token_diff import first_difference
 from verify.errors import UsageError
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample
@@ -28,7 +28,7 @@ def _version(identity) -> str:
 
 
 def record_case(case_id: str, title: str, engine, reference, sample: Sample, notes: str = "") -> dict[str, Any]:
-    from verify.adversarial.regressions import ids_record
+    from verify.adversarial.regressions.cases import ids_record
 
     (expected,) = reference.encode([sample])
     (actual,) = engine.encode([sample])

@@ -1,4 +1,4 @@
-"""The stress phase of ``verify fuzz``: the serving shapes of ``verify.adversarial.stress``
+"""The stress phase of ``verify fuzz``: the serving shapes of ``verify.adversarial.stress.shapes``
 through the reference and every candidate still searched, compared sample by sample.
 
   big batches  each batch of ``stress.BIG_BATCH_SIZES`` goes to every engine as ONE call
@@ -38,9 +38,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from verify.adversarial import stress
-from verify.adversarial.clusters import STRESS_ONLY, ClusterBook
-from verify.adversarial.stress_calls import CachedTokenBytes, CallWatch
+from verify.adversarial.stress import shapes as stress
+from verify.adversarial.fuzz.clusters import STRESS_ONLY, ClusterBook
+from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
 from verify.findings import Finding, describe_divergence

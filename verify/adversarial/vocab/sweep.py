@@ -3,7 +3,7 @@ reference and every candidate (``verify vocab sweep``).
 
 Three parts, each a stream of samples compared with ``compare_batch``:
 
-  tokens   every ordinary token's text (``vocab_texts.token_texts``) alone and in each of
+  tokens   every ordinary token's text (``texts.token_texts``) alone and in each of
            ``token_contexts()`` (sample ids ``token:ID/CONTEXT``)
   pairs    adjacent token pairs ``text(a) + text(b)``: for every token, ``pairs`` partners
            drawn by a seeded RNG plus one partner of each character class that makes the
@@ -24,7 +24,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
-from verify.adversarial.vocab_texts import TokenText, Vocabulary, token_texts
+from verify.adversarial.vocab.texts import TokenText, Vocabulary, token_texts
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
 from verify.findings import FindingWriter
@@ -41,7 +41,7 @@ def token_contexts(vocab: str | None = None) -> tuple[tuple[str, str], ...]:
     """``(name, template)`` pairs, ``{c}`` marking the token text: where each token is put.
     The contexts the Unicode sweep derives from the vocabulary's own patterns (its
     structural contexts: every class question the pattern asks), generic ones without."""
-    from verify.adversarial.unicode_probes import probe_set
+    from verify.adversarial.unicode.probes import probe_set
 
     return tuple((c.name, c.template) for c in probe_set(vocab).contexts)
 

@@ -5,9 +5,9 @@ An engine whose character tables (the letter / number / mark / whitespace classe
 of its pre-tokenizer regex, case folding, ...) come from a different Unicode
 version than the reference's tokenizes some code points differently -- but only
 in contexts where the class change moves a pre-token boundary that changes the
-ids. The probes (``unicode_probes``) are derived from the reference vocabulary's
+ids. The probes (``probes``) are derived from the reference vocabulary's
 own patterns and entries so that every class question is asked where it shows.
-``unicode_attribution`` then names the Unicode version whose table changes
+``attribution`` then names the Unicode version whose table changes
 explain the mismatches (whitespace-like code points apart).
 
 Packing. Probes are encoded many to a sample. With every engine honouring special
@@ -31,10 +31,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_attribution import declared_version, explain
-from verify.adversarial.unicode_contexts import MAX_CP, code_points
-from verify.adversarial.unicode_probes import ProbeSet, probe_set
+from verify.adversarial.unicode import tables as ud
+from verify.adversarial.unicode.attribution import declared_version, explain
+from verify.adversarial.unicode.contexts import MAX_CP, code_points
+from verify.adversarial.unicode.probes import ProbeSet, probe_set
 from verify.executors.base import Executor
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample

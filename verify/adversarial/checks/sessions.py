@@ -1,5 +1,5 @@
 """History-dependence checks for stateful engines (``verify check`` on an engine with
-``capabilities.sessions``): the ``sessions`` property of ``verify.adversarial.metamorphic``.
+``capabilities.sessions``): the ``sessions`` property of ``verify.adversarial.checks.metamorphic``.
 
 For each corpus sample T, with the engine's own from-scratch encode as the baseline
 (whatever the right answer is, a session must not depend on how its text arrived):

@@ -15,7 +15,7 @@ Three tiers, by what a table version can do to a code point:
   these contexts show a class change whatever the bytes.
 
 A reference without a known vocabulary (a plugin) gets the generic
-``unicode_contexts.CONTEXTS`` for every code point.
+``contexts.CONTEXTS`` for every code point.
 
 ``separator`` is a special token of the vocabulary: probes joined by it and
 encoded with special tokens allowed are encoded exactly as if each were alone
@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from verify.adversarial import unicode_data as ud
-from verify.adversarial.neighbours import NeighbourIndex
-from verify.adversarial.pattern_contexts import FOR_STABLE, FOR_UNASSIGNED, features, structural_contexts
-from verify.adversarial.unicode_contexts import CONTEXTS, Context, whitespace_like_mask
+from verify.adversarial.unicode import tables as ud
+from verify.adversarial.unicode.neighbours import NeighbourIndex
+from verify.adversarial.unicode.pattern_contexts import FOR_STABLE, FOR_UNASSIGNED, features, structural_contexts
+from verify.adversarial.unicode.contexts import CONTEXTS, Context, whitespace_like_mask
 
 NEIGHBOUR_LEFT, NEIGHBOUR_RIGHT = "vocab-left", "vocab-right"
 

@@ -15,7 +15,7 @@ few bytes (the finding writer stores the input itself as well):
              ``width`` characters from ``at`` replaced by the probe: recipe ``{"shape": "threshold",
              "cut": C, "unit": U, "phase": P, "at": A, "width": W, "probe": "U+XXXX", "length": L}``.
 
-Probes (``PROBES``) are every whitespace-like code point (``unicode_contexts.WHITESPACE_LIKE``)
+Probes (``PROBES``) are every whitespace-like code point (``unicode.contexts.WHITESPACE_LIKE``)
 and every control character: U+0000-U+001F, U+007F-U+009F, U+2028/9, U+FEFF, U+200B,
 U+180E. Units (``UNITS``) are chosen so that the cut falls inside a run of one class
 ("a", " ", "123") or inside a pre-token (" a" or " the quick" from phase 1: the cut
@@ -33,8 +33,8 @@ import random
 from dataclasses import asdict, dataclass
 from typing import Iterator
 
-from verify.adversarial.strategies import ALPHABETS
-from verify.adversarial.unicode_contexts import WHITESPACE_LIKE
+from verify.adversarial.fuzz.strategies import ALPHABETS
+from verify.adversarial.unicode.contexts import WHITESPACE_LIKE
 from verify.sample import Sample
 
 # Documented chunking thresholds: characters -> who documents it.

@@ -15,10 +15,10 @@ and ``warm``, started by two ``EnginePool``s so each has its own engine):
              concatenated ``token_bytes`` of the ids are the input's UTF-8
   sessions   for stateful engines (``capabilities.sessions``): different append
              scripts, a short and a long prefix, and a resumed session all give the
-             from-scratch ids (``verify.adversarial.session_checks``)
+             from-scratch ids (``verify.adversarial.checks.sessions``)
   stress     not per corpus batch: the serving shapes (a batch of 10^4-10^5 short samples
              in one call, inputs across the 25,000 / 400,000-character chunking thresholds),
-             run once by ``verify.adversarial.stress_check`` with this checker's counts
+             run once by ``verify.adversarial.checks.stress`` with this checker's counts
 
 The baseline of a sample is its first single-sample encode on the fresh engine.
 Agreement is ``verify.outcome.agree``. Each violation is one finding (kind
@@ -39,7 +39,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from verify.compare import char_offset
+from verify.token_diff import char_offset
 from verify.comparison import sample_size
 from verify.counts import Counts, worst
 from verify.engines.base import FINGERPRINT_PROBES
@@ -233,7 +233,7 @@ class MetamorphicChecker:
                 self._roundtrip(sample, base)
 
         if "sessions" in self.checks and self.fresh.capabilities.sessions:
-            from verify.adversarial.session_checks import check_sessions
+            from verify.adversarial.checks.sessions import check_sessions
 
             for sample, base in valid:
                 if sample.is_plain:

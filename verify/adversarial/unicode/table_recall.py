@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from verify.adversarial.table_faults import KIND_CLASSES, TableFault, planted_engine
+from verify.adversarial.unicode.table_faults import KIND_CLASSES, TableFault, planted_engine
 
 REFERENCES = {"cl100k_base": "tiktoken:cl100k_base", "o200k_base": "tiktoken:o200k_base",
               "p50k_base": "tiktoken:p50k_base", "deepseek-v3": "hf:deepseek-v3", "anthropic": "hf:anthropic",
@@ -57,7 +57,7 @@ class RecallResult:
 def faults() -> list[TableFault]:
     """Every supported pattern x the classes its patterns use x older and newer tables, and
     every other definition of whitespace."""
-    from verify.adversarial.pattern_contexts import features
+    from verify.adversarial.unicode.pattern_contexts import features
     from verify.vocab.inspect import vocabulary_view
 
     out = []
@@ -78,8 +78,8 @@ def faults() -> list[TableFault]:
 def measure(fault: TableFault, *, sample: int = 300, contexts: int = 300, seed: int = 0,
             reference=None, packing: str = "auto") -> RecallResult:
     """``packing="joined"`` measures the packing engines without special tokens get."""
-    from verify.adversarial.observability import observable
-    from verify.adversarial.unicode_sweep import sweep
+    from verify.adversarial.unicode.observability import observable
+    from verify.adversarial.unicode.sweep import sweep
     from verify.engines import build_engine
     from verify.executors.local import LocalExecutor
     from verify.vocab.inspect import vocabulary_view

@@ -1,5 +1,5 @@
 """Per-Unicode-version character data (general categories), loaded from the
-compact table that ``python -m verify.adversarial.build_unicode_data`` writes.
+compact table that ``python -m tools.build_unicode_data`` writes.
 
     versions()                  -> ["11.0.0", ..., "18.0.0"]
     category(cp, version=None)  -> "Lu" | ... | "Cn" (unassigned); default: newest

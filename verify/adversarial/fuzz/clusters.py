@@ -25,7 +25,7 @@ engine's budget of found clusters.
 
 One exception to the triage key: a divergence that only a stress shape shows (the
 sample alone, or the text around the probe of a threshold input, agrees with the
-reference: ``fields["stress"]["only"]``, see ``verify.adversarial.stress_fuzz``) is one
+reference: ``fields["stress"]["only"]``, see ``verify.adversarial.fuzz.stress_phase``) is one
 cluster per engine and shape, ``KIND/stress-only/SHAPE`` (``ids/stress-only/big-batch``,
 ``ids/stress-only/cut-25000``), whatever text the sample holds.
 """

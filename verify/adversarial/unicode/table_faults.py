@@ -8,7 +8,7 @@ another Unicode version, or another definition of whitespace (``\\s``). Such an
 engine differs from the reference only where that class changed -- and, as in
 a real engine, only where the change moves a pre-token boundary that a merge or
 a vocabulary entry crosses. The recall tests measure how many of those the sweep
-finds (``verify.adversarial.observability`` says which are observable at all).
+finds (``verify.adversarial.unicode.observability`` says which are observable at all).
 
     fault = TableFault("cl100k_base", "letters", "15.0.0")
     engine = planted_engine(fault)           # an engine object (wrap in LocalExecutor)
@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from verify.adversarial import unicode_data as ud
+from verify.adversarial.unicode import tables as ud
 from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
 
 CLASS_CATEGORIES = {

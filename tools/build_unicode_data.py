@@ -1,6 +1,6 @@
-"""Build ``verify/adversarial/data/unicode_categories.json.gz`` from public Unicode data.
+"""Build ``verify/adversarial/unicode/data/unicode_categories.json.gz`` from public Unicode data.
 
-    python -m verify.adversarial.build_unicode_data [--work DIR] [--release X ...]
+    python -m tools.build_unicode_data [--work DIR] [--release X ...]
 
 The data comes from the ``unicodedata2`` releases on PyPI (one per Unicode
 version) plus the running Python's own ``unicodedata``. Only one
@@ -40,7 +40,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-DATA_PATH = Path(__file__).with_name("data") / "unicode_categories.json.gz"
+DATA_PATH = Path(__file__).resolve().parents[1] / "verify" / "adversarial" / "unicode" / "data" / "unicode_categories.json.gz"
 
 # unicodedata2 release -> the Unicode version it carries (checked at build time).
 RELEASES = [

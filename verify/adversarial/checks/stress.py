@@ -1,4 +1,4 @@
-"""The ``stress`` check of ``verify check``: the serving shapes of ``verify.adversarial.stress``
+"""The ``stress`` check of ``verify check``: the serving shapes of ``verify.adversarial.stress.shapes``
 on one engine, without a reference.
 
   big batch   ONE call with each of ``stress.BIG_BATCH_SIZES`` samples: every sample's ids must
@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from verify.adversarial import stress
-from verify.adversarial.metamorphic import MetamorphicChecker
-from verify.adversarial.stress_calls import CachedTokenBytes, CallWatch
+from verify.adversarial.stress import shapes as stress
+from verify.adversarial.checks.metamorphic import MetamorphicChecker
+from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
 from verify.findings import describe_divergence, describe_failure
 from verify.outcome import Failure, Outcome, agree, is_ids
 from verify.sample import Sample

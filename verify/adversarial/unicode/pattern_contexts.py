@@ -11,7 +11,7 @@ kinds of context make that happen:
   case run (o200k) ends or goes on. ``structural_contexts(features)`` lists the
   ones each pattern's alternatives ask for, each with the regex question it asks.
 * Merges: a neighbour that shares a vocabulary entry with X's bytes, so that
-  joining or splitting them changes the merge (``verify.adversarial.neighbours``).
+  joining or splitting them changes the merge (``verify.adversarial.unicode.neighbours``).
 
 ``features(patterns)`` reads which classes and constructs the patterns use.
 """
@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from verify.adversarial.unicode_contexts import Context
+from verify.adversarial.unicode.contexts import Context
 
 FEATURES = ("letters", "cased", "marks", "numbers_grouped", "numbers_run", "numbers_single", "punct_symbol",
             "whitespace", "whitespace_lookahead", "newlines", "prefix", "optional_space", "contractions",

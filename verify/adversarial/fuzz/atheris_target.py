@@ -9,7 +9,7 @@ Use:
 or by hand, with libFuzzer's own flags:
 
     VERIFY_FUZZ_REFERENCE=tiktoken:cl100k_base VERIFY_FUZZ_CANDIDATES=kitoken:cl100k_base \\
-        python -m verify.adversarial.atheris_target -max_total_time=120 -artifact_prefix=out/ corpus/
+        python -m verify.adversarial.fuzz.atheris_target -max_total_time=120 -artifact_prefix=out/ corpus/
 
 ``TestOneInput`` turns the fuzzer's bytes into text
 (``FuzzedDataProvider.ConsumeUnicodeNoSurrogates``), encodes it with the reference
@@ -48,7 +48,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from verify.compare import first_difference
+from verify.token_diff import first_difference
 from verify.outcome import Failure, agree
 from verify.sample import Sample
 
@@ -99,7 +99,7 @@ def write_seeds(corpus: Path, count: int = 300) -> int:
 
     from hypothesis import HealthCheck, given, settings
 
-    from verify.adversarial.strategies import texts
+    from verify.adversarial.fuzz.strategies import texts
 
     if any(corpus.iterdir()):
         return 0
@@ -180,7 +180,7 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
     corpus.mkdir(exist_ok=True)
     write_seeds(corpus)
     before = set(_artifacts(out))
-    cmd = [sys.executable, "-m", "verify.adversarial.atheris_target",
+    cmd = [sys.executable, "-m", "verify.adversarial.fuzz.atheris_target",
            f"-max_total_time={max(1, round(budget_s or 60))}", f"-artifact_prefix={out}{os.sep}"]
     if runs is not None:
         cmd.append(f"-runs={runs}")

@@ -1,11 +1,11 @@
 """Differential fuzzing (``verify fuzz``): hypothesis generates hostile samples
-(``verify.adversarial.strategies``), every engine encodes each one, and a sample on
+(``verify.adversarial.fuzz.strategies``), every engine encodes each one, and a sample on
 which a candidate differs from the reference -- or on which any engine raises,
 crashes or hangs -- is shrunk by hypothesis and written as a finding; then a
-stress phase drives the engines the way a server does (``stress_fuzz``).
+stress phase drives the engines the way a server does (``stress_phase``).
 
 One bug must not hide another. Every finding falls in a cluster: its engine and
-the signature key triage groups records by (``verify.adversarial.clusters``). A
+the signature key triage groups records by (``verify.adversarial.fuzz.clusters``). A
 cluster is known once this run has written a finding of it, or when the
 ``--allowlist`` file or ``adversarial/tags.toml`` names it. Findings of known
 clusters are counted (per cluster: ``hits`` and ``masked`` in the manifest's
@@ -35,7 +35,7 @@ Replay: hypothesis' example database (``adversarial/hypothesis/`` under the
 project directory by default) keeps failing examples keyed by the reference, the
 candidates still in the pool and the round, so the next ``verify fuzz`` with the
 same engines tries them first. Stress findings carry their recipe
-(``fields["stress"]``, ``verify.adversarial.stress.from_recipe``).
+(``fields["stress"]``, ``verify.adversarial.stress.shapes.from_recipe``).
 """
 
 from __future__ import annotations
@@ -180,10 +180,10 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
     from hypothesis.database import DirectoryBasedExampleDatabase
     from hypothesis.errors import Flaky
 
-    from verify.adversarial import strategies
-    from verify.adversarial import stress as stress_shapes
-    from verify.adversarial.clusters import ClusterBook
-    from verify.adversarial.stress_fuzz import StressPhase
+    from verify.adversarial.fuzz import strategies
+    from verify.adversarial.stress import shapes as stress_shapes
+    from verify.adversarial.fuzz.clusters import ClusterBook
+    from verify.adversarial.fuzz.stress_phase import StressPhase
     from verify.classify import load_tags
     from verify.job import CommandJob
 

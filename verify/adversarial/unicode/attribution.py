@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from verify.adversarial import unicode_data as ud
-from verify.adversarial.unicode_contexts import MAX_CP, whitespace_like_mask
+from verify.adversarial.unicode import tables as ud
+from verify.adversarial.unicode.contexts import MAX_CP, whitespace_like_mask
 from verify.executors.base import Executor
 
 _EPS_LOG = math.log(1e-6)  # log-likelihood cost of a mismatch no table change explains

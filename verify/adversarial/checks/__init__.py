@@ -1,0 +1,1 @@
+"""Metamorphic checks of one engine: repeat, history, batch, threads, roundtrip, sessions, stress."""

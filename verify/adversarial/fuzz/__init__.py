@@ -1,0 +1,1 @@
+"""Differential fuzzing: hypothesis search, stress phase, cluster book, atheris, session edit scripts."""

@@ -1,0 +1,1 @@
+"""The length sweep: growing runs, bisected thresholds."""

@@ -1,0 +1,1 @@
+"""Serving-shaped inputs (big batches, chunking thresholds) shared by fuzz and checks."""

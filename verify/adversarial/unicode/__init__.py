@@ -1,0 +1,1 @@
+"""Unicode-table sweep: probes derived from each vocabulary, attribution, planted table faults."""
