@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import tomllib
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verify.errors import ConfigError
+from verify.toml_config import read_toml
 
 ROW_KEYS = {"engine", "key", "cluster", "reason", "link", "expires"}
 
@@ -145,14 +146,7 @@ def parse_allowlist(doc: dict[str, Any], where: str = "allowlist", today: dt.dat
 def load_allowlist(path: Path, today: dt.date | None = None) -> Allowlist:
     """Read an allowlist file. A missing or unreadable file is a ``ConfigError`` (the user named it)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"allowlist {path}: cannot read: {exc}") from exc
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"allowlist {path}: invalid TOML: {exc}") from exc
+    doc = read_toml(path, "allowlist")
     allowlist = parse_allowlist(doc, f"allowlist {path}", today)
     allowlist.path = path
     return allowlist

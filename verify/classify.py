@@ -22,13 +22,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
+
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from verify.errors import ConfigError
+from verify.toml_config import read_toml
 
 NEAR = 32  # characters either side of the offset searched for special-token look-alikes
 NFC_WINDOW = 4  # characters either side of the offset checked for normalisation sensitivity
@@ -256,10 +257,7 @@ def load_tags(path: Path | None = None) -> list[TagRule]:
     path = default_tags_path() if path is None else path
     if not path.is_file():
         return []
-    try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    doc = read_toml(path)
     rules = []
     for i, row in enumerate(doc.get("tag", [])):
         if not isinstance(row, dict) or not isinstance(row.get("tag"), str):

@@ -7,12 +7,13 @@ the current directory).
 from __future__ import annotations
 
 import os
-import tomllib
+
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from verify.errors import ConfigError
+from verify.toml_config import read_toml
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,10 +34,7 @@ def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Pat
     found: dict[str, tuple[dict[str, Any], Path]] = {}
     directory = project_dir() / folder
     for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+        doc = read_toml(path)
         for name, body in doc.get(table, {}).items():
             if name in found:
                 raise ConfigError(f"{path}: {table} '{name}' is already defined in {found[name][1]}")
@@ -68,7 +66,4 @@ def run_defaults() -> dict[str, Any]:
     path = project_dir() / "engines" / "defaults.toml"
     if not path.is_file():
         return {"reference": "tiktoken:cl100k_base", "candidates": ["hf:cl100k_base"], "corpus": "default"}
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get("defaults", {})
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+    return read_toml(path).get("defaults", {})

@@ -24,7 +24,6 @@ or it failed, 2 on a usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from verify.errors import VerifyError
 from verify.outcome import agree, is_ids
 from verify.sample import Sample
+from verify import atomic
 
 LOOKALIKES = ("<|", "<｜", "|>", "｜>", "<s>", "</s>", "[INST]", "<think>", "</think>")
 DEFAULT_SIZES = (1_000_000, 10_000_000)
@@ -158,8 +158,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def write(out: Path, result: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "bench.json").write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
-    (out / "bench.md").write_text(render(result), encoding="utf-8")
+    atomic.write_json(out / "bench.json", result, indent=1, default=str, ensure_ascii=True)
+    atomic.write_text(out / "bench.md", render(result))
 
 
 def main(argv: list[str] | None = None) -> int:

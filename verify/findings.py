@@ -9,7 +9,6 @@ them; triage writes its results beside them (``triage.jsonl``), never into them.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -21,6 +20,7 @@ from verify.token_diff import char_offset, first_difference, token_byte_offsets
 from verify.keys import KEYS_VERSION, finding_key, input_key
 from verify.outcome import FAILURE_KINDS, Failure
 from verify.sample import Sample
+from verify import atomic
 
 SCHEMA = "verify.divergence/2"
 INLINE_INPUT_LIMIT = 64 * 1024
@@ -142,9 +142,7 @@ def write_stored_input(out_dir: Path, stored: tuple[str, str] | None) -> None:
     if path.exists():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(payload, encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write_text(path, payload)
 
 
 class FindingWriter:

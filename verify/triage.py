@@ -29,7 +29,6 @@ of the budget pays for ``TIMEOUT_PROBES`` probes at the engines' timeout.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from verify.minimize import MinimiseResult, minimise
 from verify.outcome import Failure, differ
 from verify.sample import Sample
 from verify.session_minimize import minimized_session_fields
+from verify import atomic
 
 CLUSTERS_SCHEMA = "verify.clusters/1"
 TRIAGE_SCHEMA = "verify.triage/1"
@@ -135,12 +135,6 @@ def triaged_records(out: Path, limit: int | None = None) -> list[dict[str, Any]]
     return records
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 # --- replaying a finding -------------------------------------------------------------
 
 def _encode_pair(reference, candidate, sample: Sample) -> tuple[object, object]:
@@ -222,11 +216,11 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
         if i in skipped:
             entry["minimized_skipped"] = skipped[i]
         lines.append(jsonl.line(entry))
-    _write_atomic(out / "triage.jsonl", "".join(lines))
-    _write_atomic(out / "clusters.json", json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
+    atomic.write_text(out / "triage.jsonl", "".join(lines))
+    atomic.write_text(out / "clusters.json", json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
                                                     indent=2, ensure_ascii=False) + "\n")
     summary.seconds = time.monotonic() - started
-    _write_atomic(out / "triage.json", json.dumps(summary.as_info(), indent=2) + "\n")
+    atomic.write_text(out / "triage.json", json.dumps(summary.as_info(), indent=2) + "\n")
     return summary
 
 

@@ -19,14 +19,13 @@ failure or a bad record, 2 usage or configuration error.
 from __future__ import annotations
 
 import itertools
-import json
-import sys
 import time
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_corpus_options, add_limit_option, add_out_option, add_pool_options,
                                      check_positive, engine_options, out_dir)
 from verify.errors import CorpusError, UsageError
+from verify import atomic
 
 DEFAULT_CORPUS = "smoke"
 
@@ -106,7 +105,7 @@ def run(args) -> int:
             "counts": totals.as_dict() | {"bad_records": checker.tally.bad_records},
             "stress": stress,
         }
-        (out / "check.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic.write_json(out / "check.json", report)
     viol = ", ".join(f"{k} {totals.violations[k]}/{totals.checked[k]}" for k in checks
                      if totals.checked[k] or totals.violations[k])
     bad = f", {job.counts.bad_records} bad records" if job.counts.bad_records else ""

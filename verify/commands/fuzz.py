@@ -7,7 +7,6 @@ coverage-guided libFuzzer target ``verify.adversarial.fuzz.atheris_target`` inst
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK

@@ -17,7 +17,6 @@ Exit codes (for a nightly gate):
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import add_out_option, add_pool_options, engine_options, out_dir
 from verify.errors import UsageError
+from verify import atomic
 
 
 def _default_cases() -> Path:
@@ -176,7 +176,7 @@ def run(args) -> int:
             "results": [r.to_json() | {"verdict": v} for r, v in zip(results, verdicts)],
         }
         job.extra["recheck"] = {k: report[k] for k in ("counts", "as_recorded", "skipped", "changed", "newly_fixed")}
-        (out / "recheck.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic.write_json(out / "recheck.json", report)
     summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
     print(f"{len(results)} cases: {summary}; {as_recorded} as recorded, {len(failing)} changed, "
           f"{skipped} not replayed -> {out / 'recheck.json'}")

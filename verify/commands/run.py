@@ -3,7 +3,6 @@ shard-parallel, resumable; see ``verify.pipeline``)."""
 
 from __future__ import annotations
 
-import sys
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_corpus_options, add_engine_options, add_limit_option, add_out_option,

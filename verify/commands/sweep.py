@@ -15,6 +15,7 @@ from pathlib import Path
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import add_pool_options, default_out, engine_options
 from verify.errors import UsageError
+from verify import atomic
 
 DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "tiktoken-p50k", "hf-deepseek-v3", "hf-anthropic",
                       "tekken-tekken", "sentencepiece-spm-v3"]
@@ -85,7 +86,7 @@ def run(args) -> int:
     if skipped:
         lines += [f"References without an installed candidate (not swept): {', '.join(skipped)}", ""]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "sweep.md").write_text("\n".join(lines), encoding="utf-8")
+    atomic.write_text(out / "sweep.md", "\n".join(lines))
     print(f"sweep table -> {out / 'sweep.md'}")
     return EXIT_OK if clean else EXIT_FINDINGS
 

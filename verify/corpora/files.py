@@ -17,7 +17,6 @@ import gzip
 import io
 import json
 import os
-from pathlib import Path
 from typing import IO, Iterator
 
 from verify.corpora import remote

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import re
 from pathlib import Path
 from typing import Callable, Iterable
@@ -23,6 +22,7 @@ from verify.vocab import convert
 from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import ResolvedVocab, cache_dir
 from verify.vocab.tiktoken_family import build_encoding, encoding_name
+from verify import atomic
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
 
@@ -49,12 +49,8 @@ def converted_tokenizer_json(encoding, vocab_sha256: str) -> Path:
     out = convert.converted_tokenizer_path(cache_dir(), vocab_sha256, encoding.name)
     if not out.is_file():
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(
-            convert.tokenizer_json(encoding._pat_str, encoding._mergeable_ranks, encoding._special_tokens),
-            encoding="utf-8",
-        )
-        os.replace(tmp, out)
+        atomic.write_text(out, convert.tokenizer_json(encoding._pat_str, encoding._mergeable_ranks,
+                                                      encoding._special_tokens))
     return out
 
 

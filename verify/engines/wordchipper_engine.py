@@ -14,13 +14,13 @@ byte vocabulary.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
 from verify.errors import ConfigError
 from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import load_ranks
+from verify import atomic
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 
@@ -51,9 +51,7 @@ class WordchipperEngine(Adapter):
         cached = wordchipper_cache_file(target)
         if not cached.is_file() or cached.stat().st_size == 0:
             cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".tmp{os.getpid()}")
-            shutil.copyfile(vocab.path, tmp)
-            os.replace(tmp, cached)
+            atomic.write_bytes(cached, Path(vocab.path).read_bytes())
         self.tokenizer = wordchipper.Tokenizer.from_pretrained(target)
         expected = len(load_ranks(vocab))
         if self.tokenizer.vocab_size != expected:

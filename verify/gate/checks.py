@@ -37,6 +37,7 @@ from verify.counts import STATES, Counts
 from verify.errors import VerifyError
 from verify.gate import collect
 from verify.gate.suite import CheckSpec, Suite
+from verify import atomic
 
 RESULT_FILE = "gate-check.json"
 RESULT_SCHEMA = "verify.gate-check/1"
@@ -317,10 +318,7 @@ def run_check(ctx: CheckContext) -> CheckRun:
 
 def save_run(run: CheckRun, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    path = out / RESULT_FILE
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(run.to_json(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write_json(out / RESULT_FILE, run.to_json())
 
 
 def load_run(out: Path) -> CheckRun | None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from verify.errors import UsageError
 from verify.gate.checks import CheckContext, CheckRun, load_run, run_check, save_run
 from verify.gate.suite import Suite, load_suite
 from verify.gate.verdict import evaluate, load_baseline
+from verify import atomic
 
 SUITE_FILE = "suite.json"
 GATE_FILE = "gate.json"
@@ -42,12 +42,6 @@ class GateResult:
     doc: dict[str, Any]
     out: Path
     exit_code: int
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _prepare_out(out: Path, suite: Suite, resume: bool) -> None:
@@ -65,7 +59,7 @@ def _prepare_out(out: Path, suite: Suite, resume: bool) -> None:
     if out.is_dir() and any((out / name).exists() for name in (SUITE_FILE, GATE_FILE, "checks")):
         raise UsageError(f"--out {out} already holds a gate: continue it with --resume, or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    _write_atomic(saved, json.dumps({"schema": "verify.gate-suite/1", "path": str(suite.path), "name": suite.name,
+    atomic.write_text(saved, json.dumps({"schema": "verify.gate-suite/1", "path": str(suite.path), "name": suite.name,
                                      "digest": suite.digest(), "suite": suite.raw}, indent=2, default=str) + "\n")
 
 
@@ -134,7 +128,7 @@ def run_gate(suite_path: Path, out: Path, baseline: Path | None = None, resume: 
     code = EXIT_HARNESS if "harness" in classes else EXIT_CONFIG if "config" in classes else \
         EXIT_FAIL if doc["verdict"] == "fail" else EXIT_PASS
     doc["exit_code"] = code
-    _write_atomic(out / GATE_FILE, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    atomic.write_text(out / GATE_FILE, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
     write_junit(out / JUNIT_FILE, doc)
     for check in doc["checks"]:
         print(_line(check, doc["clusters"]))

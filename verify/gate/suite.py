@@ -17,63 +17,18 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from verify.errors import ConfigError
+from verify.toml_config import (NON_NEGATIVE, POSITIVE, boolean, checked, choices, fraction, integer, read_toml,
+                                 seconds, text, texts)
 
 KINDS = ("corpus", "replay", "fuzz", "unicode", "vocab", "recheck", "metamorphic")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DEFAULT_MINIMIZE_BUDGET_S = 30.0
-
-
-# --- value checkers: (value, where) -> normalised value, or ConfigError ------------------
-
-def _str(value, where):
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where} must be a non-empty string")
-    return value
-
-
-def _strs(value, where):
-    """A string or a non-empty array of strings -> list."""
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError(f"{where} must be a string or a non-empty array of strings")
-    return list(value)
-
-
-def _bool(value, where):
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where} must be true or false")
-    return value
-
-
-def _int(minimum: int) -> Callable:
-    def check(value, where):
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"{where} must be an integer of at least {minimum}")
-        return value
-    return check
-
-
-def _seconds(minimum_exclusive: bool) -> Callable:
-    def check(value, where):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
-            (value > 0 if minimum_exclusive else value >= 0)
-        if not ok:
-            raise ConfigError(f"{where} must be a number of seconds {'above' if minimum_exclusive else 'of at least'} 0")
-        return float(value)
-    return check
-
-
-def _fraction(value, where):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ConfigError(f"{where} must be a fraction in (0, 1]")
-    return float(value)
 
 
 def _code_point_range(value, where):
@@ -89,37 +44,26 @@ def _code_point_range(value, where):
     return [start, stop]
 
 
-def _choices(*allowed: str) -> Callable:
-    def check(value, where):
-        values = _strs(value, where)
-        bad = [v for v in values if v not in allowed]
-        if bad:
-            raise ConfigError(f"{where}: unknown value(s) {', '.join(bad)} (allowed: {', '.join(allowed)})")
-        return values
-    return check
-
-
-POSITIVE, NON_NEGATIVE = _int(1), _int(0)
 
 GATE_KEYS: dict[str, Callable] = {
-    "name": _str, "description": _str, "reference": _str, "candidates": _strs, "allowlist": _str,
-    "workers": POSITIVE, "in_process": _bool, "timeout": _seconds(True), "memory_limit_mb": _int(64),
-    "minimize_budget": _seconds(False), "fail_on_skip": _bool,
+    "name": text, "description": text, "reference": text, "candidates": texts, "allowlist": text,
+    "workers": POSITIVE, "in_process": boolean, "timeout": seconds(True), "memory_limit_mb": integer(64),
+    "minimize_budget": seconds(False), "fail_on_skip": boolean,
 }
-COMMON_KEYS: dict[str, Callable] = {"name": _str, "kind": _str, "minimize_budget": _seconds(False),
-                                    "allow_skipped": _bool}
+COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),
+                                    "allow_skipped": boolean}
 CHECK_KEYS: dict[str, dict[str, Callable]] = {
-    "corpus": {"corpus": _strs, "sample": _fraction, "seed": NON_NEGATIVE, "limit": POSITIVE, "text_field": _str,
-               "id_field": _str, "batch_size": POSITIVE},
-    "replay": {"traces": _strs, "format": _str, "limit": POSITIVE},
-    "fuzz": {"examples": POSITIVE, "seconds": _seconds(True), "seed": NON_NEGATIVE, "max_findings": POSITIVE,
-             "stress": _bool, "database": _str},
-    "unicode": {"range": _code_point_range, "full": _bool},
-    "vocab": {"limit": POSITIVE, "parts": _choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
+    "corpus": {"corpus": texts, "sample": fraction, "seed": NON_NEGATIVE, "limit": POSITIVE, "text_field": text,
+               "id_field": text, "batch_size": POSITIVE},
+    "replay": {"traces": texts, "format": text, "limit": POSITIVE},
+    "fuzz": {"examples": POSITIVE, "seconds": seconds(True), "seed": NON_NEGATIVE, "max_findings": POSITIVE,
+             "stress": boolean, "database": text},
+    "unicode": {"range": _code_point_range, "full": boolean},
+    "vocab": {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
               "seed": NON_NEGATIVE, "max_findings": POSITIVE},
-    "recheck": {"cases": _str, "allow_unavailable": _bool},
-    "metamorphic": {"corpus": _strs, "limit": POSITIVE, "checks": _strs, "stress": _bool,
-                    "stress_seconds": _seconds(True)},
+    "recheck": {"cases": text, "allow_unavailable": boolean},
+    "metamorphic": {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
+                    "stress_seconds": seconds(True)},
 }
 REQUIRED: dict[str, tuple[str, ...]] = {"corpus": ("corpus",), "replay": ("traces",)}
 PATH_KEYS = {"cases", "database"}  # always paths: resolved against the suite's folder
@@ -172,13 +116,6 @@ class Suite:
                              memory_limit_mb=self.memory_limit_mb)
 
 
-def _checked(table: dict[str, Any], keys: dict[str, Callable], where: str) -> dict[str, Any]:
-    unknown = sorted(set(table) - set(keys))
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(keys))})")
-    return {k: keys[k](v, f"{where}: '{k}'") for k, v in table.items()}
-
-
 def _resolve(folder: Path, value: str) -> str:
     """A relative path from the suite's folder when it exists there, else as written (from
     the current directory); names (``smoke``, ``generated:7``, ``agent:3``) and URLs stay."""
@@ -205,7 +142,7 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
     gate = doc.get("gate")
     if not isinstance(gate, dict):
         raise ConfigError(f"{where}: needs a [gate] table (name, reference, candidates)")
-    settings = _checked(gate, GATE_KEYS, f"{where}: [gate]")
+    settings = checked(gate, GATE_KEYS, f"{where}: [gate]")
     for key in ("name", "reference", "candidates"):
         if key not in settings:
             raise ConfigError(f"{where}: [gate] needs '{key}'")
@@ -231,8 +168,8 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         if kind not in KINDS:
             raise ConfigError(f"{at}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
         at = f"{at} ({kind})"
-        checked = _checked(row, COMMON_KEYS | CHECK_KEYS[kind], at)
-        options = {k: v for k, v in checked.items() if k not in COMMON_KEYS}
+        values = checked(row, COMMON_KEYS | CHECK_KEYS[kind], at)
+        options = {k: v for k, v in values.items() if k not in COMMON_KEYS}
         missing = [k for k in REQUIRED.get(kind, ()) if k not in options]
         if missing:
             raise ConfigError(f"{at}: needs '{missing[0]}'")
@@ -243,7 +180,7 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         if kind == "metamorphic" and "checks" in options:
             from verify.adversarial.checks.metamorphic import CHECKS
 
-            options["checks"] = _choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
+            options["checks"] = choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
         for key in ("corpus", "traces"):
             if key in options:
                 options[key] = [_resolve(folder, v) for v in options[key]]
@@ -256,8 +193,8 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         if name in names:
             raise ConfigError(f"{at}: name '{name}' is used by another check")
         names.add(name)
-        checks.append(CheckSpec(name, kind, options, checked.get("minimize_budget", default_budget),
-                                checked.get("allow_skipped", False)))
+        checks.append(CheckSpec(name, kind, options, values.get("minimize_budget", default_budget),
+                                values.get("allow_skipped", False)))
     allowlist = settings.get("allowlist")
     allowlist_path = None
     if allowlist is not None:
@@ -273,13 +210,4 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
 
 
 def load_suite(path: Path) -> Suite:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"suite {path}: cannot read: {exc}") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"suite {path}: invalid TOML: {exc}") from None
-    return parse_suite(doc, path)
+    return parse_suite(read_toml(path, "suite"), Path(path))

@@ -11,7 +11,6 @@ spread (``--workers``, ``--executor``) and what happens after the shards
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 from verify.corpora.shards import Shard
 from verify.errors import UsageError
 from verify.keys import KEYS_VERSION, engine_key
+from verify import atomic
 
 SCHEMA = "verify.plan/1"
 PLAN_FILE = "plan.json"
@@ -62,10 +62,7 @@ class RunPlan:
                    traces=list(doc.get("traces", [])))
 
     def save(self, out: Path) -> None:
-        path = out / PLAN_FILE
-        tmp = path.with_name(f".{PLAN_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(self.to_json(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write_json(out / PLAN_FILE, self.to_json(), indent=1)
 
 
 def load_plan(out: Path) -> RunPlan:

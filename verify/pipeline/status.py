@@ -6,12 +6,12 @@ line another process or a CI log can read at any time (rewritten atomically).
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 from verify.counts import Counts
+from verify import atomic
 
 STATUS_FILE = "status"
 
@@ -75,8 +75,6 @@ class RunStatus:
 
     def write(self, state: str = "running") -> None:
         line = self.line(state)
-        tmp = self.path.with_name(f".{STATUS_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(line + "\n", encoding="utf-8")
-        os.replace(tmp, self.path)
+        atomic.write_text(self.path, line + "\n")
         if self._progress:
             self._progress.update(self._task, completed=self.done_before + self.done_now, description=line)

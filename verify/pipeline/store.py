@@ -16,7 +16,6 @@ order, ``merge`` writes them as ``OUT/divergences.jsonl``.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,16 +24,11 @@ from verify import jsonl
 from verify.counts import Counts
 from verify.findings import read_findings, write_stored_input
 from verify.pipeline.shard_task import ShardResult
+from verify import atomic
 
 SHARD_SCHEMA = "verify.shard/1"
 SHARDS_DIR = "shards"
 STARTED_LOG = "started.log"
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
 
 
 class ShardStore:
@@ -59,13 +53,13 @@ class ShardStore:
             write_stored_input(self.out, stored)
         findings = self._findings(result.index)
         if result.records:
-            _atomic_write(findings, "".join(jsonl.line(r) for r in result.records))
+            atomic.write_text(findings, "".join(jsonl.line(r) for r in result.records))
         elif findings.exists():
             findings.unlink()  # left by an earlier, uncommitted attempt
         marker = {"schema": SHARD_SCHEMA, "index": result.index, "shard_id": result.shard_id,
                   "counts": result.counts.as_dict(), "findings": len(result.records),
                   "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}
-        _atomic_write(self._marker(result.index), jsonl.line(marker))
+        atomic.write_text(self._marker(result.index), jsonl.line(marker))
 
     # --- reading ---------------------------------------------------------------
     def committed(self, shard_ids: list[str]) -> dict[int, dict[str, Any]]:
@@ -102,15 +96,16 @@ class ShardStore:
 
     def merge(self, markers: dict[int, dict[str, Any]], path: Path) -> int:
         """Write every committed finding, in plan order, to ``path`` (atomically)."""
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         n = 0
-        with open(tmp, "w", encoding="utf-8") as out:
+
+        def lines():
+            nonlocal n
             for index in sorted(markers):
-                if not markers[index]["findings"]:
-                    continue
-                with open(self._findings(index), encoding="utf-8") as fh:
-                    for line in fh:
-                        out.write(line)
-                        n += 1
-        os.replace(tmp, path)
+                if markers[index]["findings"]:
+                    with open(self._findings(index), encoding="utf-8") as fh:
+                        for line in fh:
+                            n += 1
+                            yield line
+
+        atomic.write_lines(path, lines())
         return n

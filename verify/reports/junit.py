@@ -16,13 +16,13 @@ so the file is valid XML 1.0 whatever the input held.
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 from verify.reports.visible import visible, visible_input
+from verify import atomic
 
 REPRODUCER_CHARS = 2000
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -173,7 +173,4 @@ def write_junit(path: Path, doc: dict[str, Any]) -> Path:
     root.set("time", f"{float(doc.get('seconds') or 0.0):.3f}")
     ET.indent(root)
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    ET.ElementTree(root).write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
-    return path
+    return atomic.write_bytes(path, ET.tostring(root, encoding="utf-8", xml_declaration=True))

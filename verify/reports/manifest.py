@@ -9,8 +9,6 @@ render them again later, elsewhere.
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import sys
 from datetime import datetime, timezone
@@ -20,6 +18,7 @@ from typing import Any
 from verify import __version__
 from verify.findings import SCHEMA as DIVERGENCE_SCHEMA
 from verify.keys import KEYS_VERSION
+from verify import atomic
 
 MANIFEST_SCHEMA = "verify.manifest/2"
 
@@ -88,7 +87,4 @@ def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
     path = Path(out_dir) / "manifest.json"
-    tmp = path.with_name(f".manifest.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return atomic.write_json(path, manifest)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from verify import atomic
 
 MAX_LISTED = 50
 EXAMPLE_CHARS = 60
@@ -150,7 +151,7 @@ def _sessions_section(findings: list[dict[str, Any]]) -> list[str]:
 def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]],
                   clusters: list[dict[str, Any]] | None = None, title: str = "verify run") -> Path:
     path = Path(out_dir) / "summary.md"
-    path.write_text(render_summary(manifest, findings, clusters, title), encoding="utf-8")
+    atomic.write_text(path, render_summary(manifest, findings, clusters, title))
     return path
 
 

@@ -8,12 +8,12 @@ whitespace-definition mismatches and a table of the first ``MD_ROWS`` ranges.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
 from verify.adversarial.unicode import tables as ud
 from verify.adversarial.unicode.sweep import SweepResult
+from verify import atomic
 
 MD_ROWS = 50
 
@@ -55,7 +55,7 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
                        for r in results},
     }
     json_path = out / "unicode.json"
-    json_path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    atomic.write_json(json_path, doc, indent=1, ensure_ascii=True)
 
     lines = ["# Unicode-table sweep", "", f"Reference: `{reference}`", ""]
     for r in results:
@@ -98,5 +98,5 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
               "\"assigned in\" is the first known version assigning the first/last code point "
               f"(known: {', '.join(ud.versions())}).", ""]
     md_path = out / "unicode.md"
-    md_path.write_text("\n".join(lines), encoding="utf-8")
+    atomic.write_text(md_path, "\n".join(lines))
     return json_path, md_path

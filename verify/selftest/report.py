@@ -3,10 +3,10 @@ harness found, and what that means for a shadow sample (``verify.selftest.shadow
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from verify.selftest.shadow_model import PAPER
+from verify import atomic
 
 KIND_NOTES = {
     "substitute": "one token replaced by another",
@@ -19,8 +19,8 @@ KIND_NOTES = {
 
 
 def write_reports(out: Path, result: dict) -> None:
-    (out / "selftest.json").write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "selftest.md").write_text(markdown(result), encoding="utf-8")
+    atomic.write_json(out / "selftest.json", result)
+    atomic.write_text(out / "selftest.md", markdown(result))
 
 
 def _requests(shadow: dict) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 
 from verify.classify import Cluster
 from verify.shadow.schema import parse_timestamp
+from verify import atomic
 
 REPORT_SCHEMA = "verify.shadow-report/1"
 MAX_REQUEST_IDS = 20
@@ -255,5 +256,5 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def write_report(out: Path, report: dict[str, Any]) -> None:
     out = Path(out)
-    (out / "shadow.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / "shadow.md").write_text(render_markdown(report), encoding="utf-8")
+    atomic.write_json(out / "shadow.json", report)
+    atomic.write_text(out / "shadow.md", render_markdown(report))

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from verify.errors import VocabError
 from verify.vocab.known import KNOWN_VOCABS, VocabSpec
+from verify import atomic
 
 ONLINE_TIMEOUT_S = 20
 
@@ -133,9 +134,7 @@ def _store_checked(spec: VocabSpec, data: bytes, origin: str) -> None:
         raise VocabError(f"vocabulary '{spec.name}' from {origin} has SHA-256 {digest}, expected {spec.sha256}")
     path = cached_path(spec)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)  # atomic: concurrent workers never see half a file
+    atomic.write_bytes(path, data)  # concurrent workers never see half a file
 
 
 def _pull_bundled(spec: VocabSpec) -> None:

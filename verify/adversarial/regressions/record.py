@@ -11,7 +11,6 @@ writes it to ``adversarial/regressions/<id>.json``; ``verify recheck`` replays i
 from __future__ import annotations
 
 import datetime
-import json
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from verify.token_diff import first_difference
 from verify.errors import UsageError
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample
+from verify import atomic
 
 SCHEMA = "verify.regression/1"
 
@@ -58,5 +58,5 @@ def write_case(folder: Path, doc: dict[str, Any], overwrite: bool = False) -> Pa
     path = Path(folder) / f"{doc['id']}.json"
     if path.exists() and not overwrite:
         raise UsageError(f"{path} exists already (choose another --id)")
-    path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    atomic.write_json(path, doc)
     return path

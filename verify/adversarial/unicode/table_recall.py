@@ -18,7 +18,6 @@ import random
 import time
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from verify.adversarial.unicode.table_faults import KIND_CLASSES, TableFault, planted_engine
 

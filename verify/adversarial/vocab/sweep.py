@@ -19,7 +19,7 @@ Everything is deterministic for one vocabulary, ``limit`` and ``seed``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np

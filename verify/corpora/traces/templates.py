@@ -14,7 +14,7 @@ Each message appended is one turn: ``before`` (structure), the content (always
 from __future__ import annotations
 
 import hashlib
-import tomllib
+
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Iterable, NamedTuple
 
 from verify.corpora.traces.model import SessionTrace, Turn, coalesce
 from verify.errors import ConfigError
+from verify.toml_config import parse_toml
 from verify.sample import Segment
 
 TEMPLATE_DIR = "corpora/templates"
@@ -98,10 +99,7 @@ def _strings(value, where: str) -> tuple[str, ...]:
 
 
 def parse_template(text: str, source: str) -> ChatTemplate:
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"chat template {source}: invalid TOML: {exc}") from exc
+    doc = parse_toml(text, f"chat template {source}")
     unknown = set(doc) - TEMPLATE_KEYS
     if unknown:
         raise ConfigError(f"chat template {source}: unknown keys {', '.join(sorted(unknown))} "

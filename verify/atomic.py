@@ -1,0 +1,56 @@
+"""Files that exist whole or not at all: write to a temporary name beside the target,
+then rename over it (``os.replace`` is atomic on one file system), so a reader -- or a
+run resumed after ``kill -9`` -- never sees half a file.
+
+    write_text(path, text)          write_json(path, obj, indent=2)
+    write_lines(path, lines)        streamed: an iterable of text lines, never all held at once
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def temporary(path: Path) -> Path:
+    """The temporary name a writer of ``path`` uses (per process, so two writers never share one)."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def write_text(path: Path, text: str) -> Path:
+    return write_lines(path, (text,))
+
+
+def write_json(path: Path, obj: Any, indent: int | None = 2, **dumps: Any) -> Path:
+    dumps.setdefault("ensure_ascii", False)
+    return write_text(path, json.dumps(obj, indent=indent, **dumps) + "\n")
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    path = Path(path)
+    tmp = temporary(path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_lines(path: Path, lines: Iterable[str]) -> Path:
+    """Write ``lines`` (each with its own line end) to ``path`` atomically."""
+    path = Path(path)
+    tmp = temporary(path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as fh:
+            for text in lines:
+                fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return path
