@@ -30,12 +30,12 @@ TIB = 1 << 40
 
 
 def harness(corpus: str, workers: int, ledger: str | None, out: Path) -> float:
-    from verify.pipeline.run import RunOptions, run_job
-    from verify.pipeline.sessions import read_sessions
+    from verify.driver import RunOptions, run_job
+    from verify.rundir.attempts import read_attempts
 
     run_job(RunOptions(reference=REFERENCE, candidates=[CANDIDATE], corpora=[corpus], out=out, isolate=False,
                        workers=workers, progress=False, minimize_budget_s=0, ledger=ledger))
-    (session,) = read_sessions(out)
+    (session,) = read_attempts(out)
     return session["finished"] - session["started"]
 
 

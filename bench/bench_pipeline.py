@@ -36,7 +36,7 @@ THREADS = None
 def _raw_worker(conn, threads: int, isolate: bool, specs: tuple[str, ...]) -> None:
     from verify.executors.pool import EngineOptions, EnginePool
     from verify.executors.threads import pin_threads
-    from verify.pipeline.shard_task import batched
+    from verify.batches import batched
     from verify.sample import Sample
 
     pin_threads(threads)
@@ -97,14 +97,14 @@ def raw(shards, workers: int, isolate: bool, specs: tuple[str, ...] | None = Non
 
 
 def harness(corpus: str, workers: int, isolate: bool) -> float:
-    from verify.pipeline.run import RunOptions, run_job
-    from verify.pipeline.sessions import read_sessions
+    from verify.driver import RunOptions, run_job
+    from verify.rundir.attempts import read_attempts
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
         run_job(RunOptions(reference=REFERENCE, candidates=[CANDIDATE], corpora=[corpus], out=out,
                            isolate=isolate, workers=workers, progress=False, minimize_budget_s=0))
-        (session,) = read_sessions(out)
+        (session,) = read_attempts(out)
         return session["finished"] - session["started"]
 
 

@@ -44,9 +44,9 @@ def one_run(args, executor: str, out: Path) -> tuple[float, float, dict]:
     wall = time.perf_counter() - started
     if proc.returncode not in (0, 1):
         sys.exit(f"{executor} run failed (exit {proc.returncode}): {proc.stderr.strip()}")
-    from verify.pipeline.sessions import read_sessions
+    from verify.rundir.attempts import read_attempts
 
-    (session,) = read_sessions(out)
+    (session,) = read_attempts(out)
     manifest = json.loads((out / "manifest.json").read_text())
     return wall, session["finished"] - session["started"], manifest
 

@@ -11,7 +11,7 @@ from verify.engines.fake import FakeEngine
 from verify.executors import LocalExecutor
 from verify.findings import INLINE_INPUT_LIMIT, SCHEMA, FindingWriter
 from verify.keys import input_key
-from verify.pipeline.shard_task import encode_all
+from verify.batches import encode_all
 from verify.sample import Sample
 
 from planted import RaisesOn, ReplacesTokenAt, ZeroesNonAscii

@@ -22,7 +22,7 @@ def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit
     manifest = json.loads((tmp_path / out / "manifest.json").read_text())
     keys = [json.loads(line)["finding_key"] for line in
             (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
-    session = [json.loads(line) for line in (tmp_path / out / "sessions.jsonl").read_text().splitlines()][-1]
+    session = [json.loads(line) for line in (tmp_path / out / "attempts.jsonl").read_text().splitlines()][-1]
     return proc, manifest, keys, session
 
 

@@ -64,9 +64,9 @@ def committed(out):
 
 
 def sessions(out):
-    from verify.pipeline.sessions import read_sessions
+    from verify.rundir.attempts import read_attempts
 
-    return read_sessions(out)
+    return read_attempts(out)
 
 
 def start(argv, env=None):
@@ -190,10 +190,10 @@ def test_a_missing_engine_is_one_line_and_exit_2_as_with_the_local_executor(tmp_
 def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
     from verify.executors import ray_shards
     from verify.executors.pool import EngineOptions
-    from verify.executors.workers import RayOptions, WorkerSetup, make_shard_executor
+    from verify.executors.workers import RayOptions, WorkerSetup, make_shard_runner
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
-    executor = make_shard_executor(WorkerSetup(("a", "b"), (), EngineOptions()), 1, "ray", RayOptions())
+    executor = make_shard_runner(WorkerSetup(("a", "b"), (), EngineOptions()), 1, "ray", RayOptions())
     with pytest.raises(VerifyError) as caught:
         executor.start()
     assert str(caught.value) == ray_shards.RAY_MISSING
@@ -208,7 +208,7 @@ def test_the_driver_commits_each_shard_once_whatever_ray_hands_back(monkeypatch)
     from verify.executors.pool import EngineOptions
     from verify.executors.ray_shards import RayShards
     from verify.executors.workers import RayOptions, WorkerSetup
-    from verify.pipeline.shard_task import ShardResult
+    from verify.rundir.result import ShardResult
 
     shards = [(i, Shard("generated", "generated", start=16 * i, stop=16 * (i + 1), generator=(0, 64, 0)))
               for i in range(4)]

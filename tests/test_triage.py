@@ -13,7 +13,7 @@ from verify.comparison import Side, compare_batch
 from verify.engines.fake import FakeEngine
 from verify.executors import EngineOptions, EnginePool, LocalExecutor
 from verify.findings import FindingWriter, read_findings
-from verify.pipeline.shard_task import encode_all
+from verify.batches import encode_all
 from verify.sample import Sample
 from verify.triage import read_clusters, run_triage, triaged_records
 

@@ -116,12 +116,12 @@ def test_an_engine_that_segfaults_on_one_code_point_does_not_end_the_sweep(tmp_p
 
 
 def test_a_swept_in_engine_that_does_not_load_is_reported_not_fatal(tmp_path, plugin_dir, monkeypatch, capsys):
-    import verify.pipeline.run
+    import verify.engines.catalogue
     from verify.cli import main
 
     (plugin_dir / "ws_engines.py").write_text(PLANTED)
     swept = ["python:ws_engines:same_as_reference", "python:no_such_engine_module:make"]
-    monkeypatch.setattr(verify.pipeline.run, "expand_candidates", lambda ref, cands: (swept, set(swept)))
+    monkeypatch.setattr(verify.engines.catalogue, "expand_candidates", lambda ref, cands: (swept, set(swept)))
     out = tmp_path / "out"
     code = main(["unicode", "--reference", "python:ws_engines:reference", "--candidate", "all", "--in-process",
                  "--start", "1800", "--stop", "1900", "--out", str(out)])

@@ -46,7 +46,7 @@ def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Pat
 
 @lru_cache(maxsize=None)
 def named_engines() -> dict:
-    from verify.engines.registry import EngineSpec
+    from verify.engines.registry_entry import EngineSpec
 
     specs = {}
     for name, (body, path) in _load_tables("engines", "engine").items():

@@ -23,7 +23,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.findings import FindingWriter, read_findings
-from verify.reports.manifest import command_manifest, write_manifest
+from verify.rundir.manifest import command_manifest, write_manifest
 from verify.reports.markdown import MAX_LISTED, write_summary
 
 

@@ -14,7 +14,7 @@ it needs and a cluster can share the folder. ``compact`` merges each partition's
 parts into one, dropping duplicates; ``check`` finds conflicting duplicates (two
 digests for one input: corruption).
 
-How a run uses it (``verify.pipeline.shard_task``): the reference encodes only
+How a run uses it (``verify.pipeline.records_task``): the reference encodes only
 inputs without an entry; a candidate whose ids hash to the entry's digest is
 verified; on a mismatch the reference encodes the input again to locate the
 first difference -- and when that fresh encode disagrees with the entry, the

@@ -84,8 +84,8 @@ class TriageSummary:
 def committed_records(out: Path) -> Iterator[dict[str, Any]]:
     """The committed findings of OUT: a run's committed shards in plan order (so an
     interrupted or resumed run can be triaged), else ``divergences.jsonl``."""
-    from verify.pipeline.plan import PLAN_FILE, load_plan
-    from verify.pipeline.store import ShardStore
+    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.rundir.store import ShardStore
 
     out = Path(out)
     if (out / PLAN_FILE).is_file():

@@ -86,7 +86,7 @@ def _recheck(ledger, args) -> tuple[int, int]:
     from verify.keys import input_key
     from verify.ledger import partition_of
     from verify.outcome import Recorded, is_ids
-    from verify.pipeline.shard_task import batched
+    from verify.batches import batched
     from verify.sample import Sample
 
     checked = mismatched = 0

@@ -45,7 +45,7 @@ def run(args) -> int:
     from verify.commands.run import one_line
     from verify.config import run_defaults
     from verify.executors.workers import default_workers
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.driver import RunOptions, run_job
 
     check_positive(args.limit, "--limit")
     check_positive(args.workers, "--workers")

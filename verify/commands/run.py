@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from verify.executors.workers import RayOptions, default_workers
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.driver import RunOptions, run_job
 
     check_positive(args.limit, "--limit")
     check_positive(args.batch_size, "--batch-size")

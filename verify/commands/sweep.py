@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from verify.executors.workers import default_workers
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.driver import RunOptions, run_job
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
@@ -50,7 +50,7 @@ def run(args) -> int:
     clean = True
     skipped: list[str] = []
     for reference in args.reference or DEFAULT_REFERENCES:
-        from verify.pipeline.run import expand_candidates
+        from verify.engines.catalogue import expand_candidates
 
         if not expand_candidates(reference, ["all"])[0]:
             # nothing installed runs on this vocabulary: say so, and sweep the other references

@@ -22,8 +22,8 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from verify.pipeline.plan import PLAN_FILE, load_plan
-    from verify.pipeline.run import render_reports
+    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.reports.render import render_reports
     from verify.triage import run_triage
 
     out = args.out

@@ -83,7 +83,7 @@ def unicode_job(reference: str, requested: list[str], out, options, argv: list[s
     load are reported, not fatal). Returns the ``SweepResult``s."""
     from verify.adversarial.unicode.sweep import sweep_many
     from verify.job import CommandJob
-    from verify.pipeline.run import expand_candidates
+    from verify.engines.catalogue import expand_candidates
     from verify.progress import progress_bar
     from verify.reports.unicode import write_unicode_report
 

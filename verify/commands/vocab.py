@@ -76,7 +76,7 @@ def run_sweep(args) -> int:
     from verify.adversarial.vocab import sweep as vocab_sweep
     from verify.adversarial.vocab.texts import vocabulary_of
     from verify.job import CommandJob
-    from verify.pipeline.run import expand_candidates
+    from verify.engines.catalogue import expand_candidates
     from verify.progress import progress_for
     from verify.triage import run_triage
 

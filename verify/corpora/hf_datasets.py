@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 from verify.corpora import files
+from verify.corpora.shards import hf_label
 from verify.errors import ConfigError, CorpusError
 from verify.sample import BadRecord, Sample
 
@@ -84,7 +85,7 @@ def shard_count(dataset, saved: bool) -> int:
 
 def hf_source(value: str, text_field: str, id_field: str, name: str | None = None):
     from verify.corpora.shards import Shard
-    from verify.corpora.sources import Source
+    from verify.corpora.source import Source
 
     path, config, split = parse(value)
     saved = is_saved(path)
@@ -110,11 +111,7 @@ def hf_source(value: str, text_field: str, id_field: str, name: str | None = Non
 
 
 def _label(shard) -> str:
-    return f"hf:{shard.path}/{shard.extra.get('config') or 'default'}/{shard.extra['split']}"
-
-
-def shard_id(shard) -> str:
-    return f"{_label(shard)}/shard-{shard.extra['shard']}-of-{shard.extra['shards']}"
+    return hf_label(shard)
 
 
 def read_hf_shard(shard) -> Iterator[Sample | BadRecord]:

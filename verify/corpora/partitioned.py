@@ -202,7 +202,7 @@ def select(name: str, listed: list[Listed], where: dict[str, str], known: dict[s
 
 def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, where: dict[str, str] | None,
                        text_field: str | None, id_field: str | None):
-    from verify.corpora.sources import Source
+    from verify.corpora.source import Source
 
     base = resolve_root(name, table, root)
     layout, how, listed = list_layout(base, layouts_of(name, table), str(table.get("layout", "auto")))

@@ -21,7 +21,7 @@ from typing import Iterator
 
 from verify.corpora import files
 from verify.corpora.shards import Shard
-from verify.corpora.sources import Source, expand_paths
+from verify.corpora.source import Source, expand_paths
 from verify.errors import CorpusError
 from verify.sample import BadRecord
 from verify.shadow.schema import SCHEMA, ShadowRecord, ShadowSession, parse_record

@@ -66,9 +66,7 @@ class Shard:
         elif self.kind == "byte-range":
             base = f"{self.path}@{self.start}-{self.stop}"
         elif self.kind == "hf":
-            from verify.corpora.hf_datasets import shard_id
-
-            base = shard_id(self)
+            base = f"{hf_label(self)}/shard-{self.extra['shard']}-of-{self.extra['shards']}"
         else:
             base = f"{self.path}#rg{self.start}-{self.stop}"
         return base + (f"|limit={self.limit}" if self.limit is not None else "")
@@ -87,8 +85,6 @@ class Shard:
 
     def records(self) -> Iterator[Sample | BadRecord]:
         """Every record of the shard, in order, after ``--sample`` and ``limit``."""
-        from verify.corpora.readers import read_shard
-
         records = read_shard(self)
         if self.sample_rate is not None:
             records = (r for r in records if keep_record(self.sample_seed, self.sample_rate, _position(r)))
@@ -100,6 +96,35 @@ class Shard:
         from dataclasses import replace
 
         return replace(self, limit=limit)
+
+
+def hf_label(shard: Shard) -> str:
+    return f"hf:{shard.path}/{shard.extra.get('config') or 'default'}/{shard.extra['split']}"
+
+
+# kind -> "module:function" reading a shard of that kind; imported when a shard is read, so
+# this module stays a leaf (the readers import sources, traces and datasets, never the reverse)
+READERS = {
+    "generated": "verify.corpora.readers:read_generated",
+    "file": "verify.corpora.readers:read_local",
+    "byte-range": "verify.corpora.readers:read_local",
+    "row-groups": "verify.corpora.readers:read_local",
+    "hf": "verify.corpora.hf_datasets:read_hf_shard",
+    "traces": "verify.corpora.traces.sources:read_trace_shard",
+    "agent": "verify.corpora.traces.sources:read_trace_shard",
+    "shadow": "verify.corpora.shadow:read_shadow_shard",
+}
+
+
+def read_shard(shard: Shard) -> Iterator[Sample | BadRecord]:
+    """The records of a corpus shard (no ``--sample``/``limit`` applied)."""
+    import importlib
+
+    where = READERS.get(shard.kind)
+    if where is None:
+        raise ValueError(f"shard kind {shard.kind!r} has no records (it is a hunt's shard)")
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)(shard)
 
 
 def _position(record) -> str:

@@ -14,13 +14,12 @@ Engine specs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from typing import Any
 from urllib.parse import parse_qsl
 
-from verify.engines.registry_entry import AdapterEntry
+from verify.engines.registry_entry import AdapterEntry, EngineSpec
 from verify.engines.thirdparty import THIRD_PARTY_ADAPTERS
 from verify.errors import ConfigError, UnknownEngineError
 
@@ -69,14 +68,6 @@ def adapters() -> dict[str, AdapterEntry]:
 
 def list_adapters() -> list[AdapterEntry]:
     return sorted(adapters().values(), key=lambda e: e.name)
-
-
-@dataclass(frozen=True)
-class EngineSpec:
-    adapter: str
-    target: str
-    options: dict[str, Any]
-    text: str  # how the user wrote it (or the named spec's name)
 
 
 def parse_spec(text: str) -> EngineSpec:

@@ -1,12 +1,23 @@
-"""One row of the adapter registry: where an adapter lives and what it needs."""
+"""One row of the adapter registry (where an adapter lives and what it needs) and a parsed engine spec."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 from dataclasses import dataclass
+from typing import Any
 
 from verify.errors import EngineUnavailableError
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """A parsed engine spec (``verify.engines.registry.parse_spec``)."""
+
+    adapter: str
+    target: str
+    options: dict[str, Any]
+    text: str  # how the user wrote it (or the named spec's name)
 
 
 @dataclass(frozen=True)

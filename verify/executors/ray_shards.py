@@ -49,9 +49,8 @@ from verify.corpora.shards import Shard
 from verify.errors import UsageError, VerifyError
 from verify.executors.notes import merge_notes
 from verify.executors.threads import pin_threads
-from verify.executors.workers import (HarnessError, OnResult, OnStart, RayOptions, ShardError, ShardFailure,
-                                      Started, WorkerSetup, _start_pool)
-from verify.pipeline.shard_task import run_shard
+from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, ShardError, ShardFailure, Started, TaskContext,
+                                    WorkerSetup, open_ledger, start_engines)
 
 RAY_MISSING = "verify run --executor ray needs ray: pip install 'verify-tokenizers[ray]'"
 SHARD_RETRIES = 2  # a shard whose actor died runs again this many times (more in-process), then it is failed
@@ -108,13 +107,13 @@ def probe_engines(setup: WorkerSetup) -> tuple:
     """Runs as a Ray task: start every engine once, say what loaded, close them."""
     pin_threads(setup.engine_options.threads)
     try:
-        pool, executors = _start_pool(setup)
+        engines = start_engines(setup)
     except BaseException as exc:
         return ("load-failed", _error_line(exc), isinstance(exc, VerifyError))
     try:
-        return ("ready", pool.identities(), dict(pool.not_loaded), [ex.spec for ex in executors], pool.notes())
+        return ("ready", engines.identities(), dict(engines.not_loaded), engines.specs(), engines.notes())
     finally:
-        pool.close()
+        engines.close()
 
 
 class ShardRunner:
@@ -139,16 +138,19 @@ class ShardRunner:
         if self.restarted:  # as ProcessShards' replacement workers: what killed the actor becomes a finding
             setup = replace(setup, engine_options=setup.engine_options.with_(isolate=True))
         self.setup = setup
-        self.pool = None
+        self.engines = None
         self.executors: list = []
         self.error, self.expected = "", True
         pin_threads(setup.engine_options.threads)
         try:
-            self.pool, self.executors = _start_pool(setup)
+            self.engines = start_engines(setup)
+            self.executors = self.engines.executors
+            self.context = TaskContext(setup, self.name, open_ledger(setup, self.executors[0]) if self.executors
+                                       else None)
         except BaseException as exc:  # reported with every row: an actor that raises here is only retried
             self.error, self.expected = _error_line(exc), isinstance(exc, VerifyError)
             return
-        loaded = [ex.spec for ex in self.executors]
+        loaded = self.engines.specs()
         if loaded != list(specs):
             self.error, self.expected = f"actors loaded different engines ({loaded} vs {list(specs)})", False
 
@@ -158,14 +160,13 @@ class ShardRunner:
         if self.error:
             return row
         try:
-            result = run_shard(index, Shard.from_json(json.loads(shard_json)), self.executors,
-                               batch_size=self.setup.batch_size, strict=self.setup.strict, worker=self.name)
+            result = self.setup.run(index, Shard.from_json(json.loads(shard_json)), self.executors, self.context)
             row["result"] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except VerifyError as exc:
             row["error"], row["expected"] = str(exc), True
         except Exception:
             row["error"], row["expected"] = traceback.format_exc(limit=8), False
-        row["notes"] = pickle.dumps(self.pool.notes())
+        row["notes"] = pickle.dumps(self.engines.notes())
         return row
 
     def __call__(self, batch: dict) -> dict:

@@ -1,4 +1,5 @@
-"""Shard executors: who runs the shards of a run, and where.
+"""Shard runners: who runs the shards of a run, and where. (An *executor* runs one
+engine, ``verify.executors.base``; a *shard runner* runs whole shards on every engine.)
 
   InlineShards   one after another in this process (``--workers 1``); the engines
                  run as the pool options say (isolated workers, or in this process)
@@ -10,8 +11,8 @@
                  killed it becomes a finding; a shard that fails twice is reported
                  failed, never counted.
 
-Both hand every ``ShardResult`` to ``on_result`` in the calling process, which
-commits it. Engines that thread internally are pinned to an even share of the
+Both run each shard with the run's task (``WorkerSetup.task``, the hunt's function) and
+hand every ``ShardResult`` to ``on_result`` in the calling process, which commits it. Engines that thread internally are pinned to an even share of the
 cores (``verify.executors.threads``). Engines on a device (a GPU) are not pinned,
 get shard batches of at least ``DEVICE_BATCH_SIZE`` samples, and under
 ``ProcessShards`` live in one device worker per device that every shard worker
@@ -26,86 +27,20 @@ import traceback
 from collections import deque
 from dataclasses import dataclass, field, replace
 from multiprocessing.connection import wait
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from verify.corpora.shards import Shard
 from verify.errors import VerifyError
-from verify.executors.devices import DeviceEndpoint, DeviceExecutor, DeviceWorkers, device_batch_size, device_specs
+from verify.executors.devices import DeviceWorkers, device_specs
 from verify.executors.notes import merge_notes
-from verify.executors.pool import EngineOptions, EnginePool
+from verify.executors.pool import EnginePool
+from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, ShardError, ShardFailure, Started,
+                                    TaskContext, WorkerSetup, open_ledger, start_engines)
 from verify.executors.threads import pin_threads
-from verify.pipeline.shard_task import ShardResult, run_shard
-
-OnResult = Callable[[ShardResult], None]
 PREFETCH = 2  # shards in flight per worker: the next one waits in its pipe while the driver commits
-OnStart = Callable[[int], None]
 
-
-@dataclass(frozen=True)
-class WorkerSetup:
-    """What every worker needs to start its engines and run shards (picklable)."""
-
-    specs: tuple[str, ...]  # the reference first
-    optional: tuple[str, ...]
-    engine_options: EngineOptions
-    batch_size: int = 64
-    strict: bool = False
-    ledger_root: str | None = None  # --ledger: where the reference's recorded results are
-    device_endpoints: tuple[DeviceEndpoint, ...] = ()  # engines that live in a device worker
-
-    def for_devices(self, devices: dict[str, str]) -> "WorkerSetup":
-        """With device engines, shard batches are large enough for them."""
-        return replace(self, batch_size=device_batch_size(self.batch_size)) if devices else self
-
-
-@dataclass
-class Started:
-    """What the engines said when they started."""
-
-    identities: dict[str, dict[str, Any]]
-    not_loaded: dict[str, str]
-    specs: list[str]  # the engines that run, reference first
-
-
-@dataclass
-class ShardFailure:
-    index: int
-    shard_id: str
-    reason: str
-
-
-class HarnessError(Exception):
-    """A bug in the harness (not in an engine, not the user's input): exit 3."""
-
-
-class ShardError(VerifyError):
-    """A shard stopped with a user-facing error (``--strict`` and a bad record, say)."""
-
-
-def _start_pool(setup: WorkerSetup, devices: dict[str, str] | None = None) -> tuple[EnginePool, list]:
-    """Every engine of the run; those of ``setup.device_endpoints`` are reached in their device
-    worker, those of ``devices`` (spec -> device) start here, unpinned."""
-    pool = EnginePool(setup.engine_options, devices=dict(devices or {}))
-    try:
-        for endpoint in setup.device_endpoints:
-            pool.executors[endpoint.spec] = DeviceExecutor(endpoint)
-        executors = pool.start(setup.specs, optional=setup.optional)
-    except BaseException:
-        pool.close()
-        raise
-    if not executors or executors[0].spec != setup.specs[0]:
-        pool.close()
-        raise VerifyError(f"the reference '{setup.specs[0]}' did not start")
-    return pool, executors
-
-
-def open_ledger(setup: WorkerSetup, reference):
-    """The reference's ledger for a worker (None without --ledger)."""
-    if not setup.ledger_root:
-        return None
-    from verify.ledger import Ledger
-
-    return Ledger.open(setup.ledger_root, reference.identity().as_dict())
+__all__ = ["HarnessError", "InlineShards", "OnResult", "OnStart", "ProcessShards", "RayOptions", "ShardError",
+           "ShardFailure", "Started", "WorkerSetup", "default_workers", "make_shard_runner"]
 
 
 class InlineShards:
@@ -119,22 +54,23 @@ class InlineShards:
     def start(self) -> Started:
         devices = device_specs(self.setup.specs)
         self.setup = self.setup.for_devices(devices)
-        self.pool, self.executors = _start_pool(self.setup, devices)
-        self.ledger = open_ledger(self.setup, self.executors[0])
-        return Started(self.pool.identities(), dict(self.pool.not_loaded), [ex.spec for ex in self.executors])
+        self.engines = start_engines(self.setup, devices)
+        self.pool, self.executors = self.engines.pool, self.engines.executors
+        ledger = open_ledger(self.setup, self.executors[0]) if self.executors else None
+        self.context = TaskContext(self.setup, "inline", ledger)
+        return Started(self.engines.identities(), dict(self.engines.not_loaded), self.engines.specs())
 
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
         for index, shard in tasks:
             on_start(index)
-            on_result(run_shard(index, shard, self.executors, batch_size=self.setup.batch_size,
-                                strict=self.setup.strict, worker="inline", ledger=self.ledger))
+            on_result(self.setup.run(index, shard, self.executors, self.context))
 
     def notes(self) -> dict[str, dict[str, Any]]:
-        return self.pool.notes() if self.pool else {}
+        return self.engines.notes() if self.pool else {}
 
     def close(self) -> None:
         if self.pool:
-            self.pool.close()
+            self.engines.close()
 
 
 # --- worker processes ---------------------------------------------------------------
@@ -142,14 +78,15 @@ class InlineShards:
 def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
     pin_threads(setup.engine_options.threads)
     try:
-        pool, executors = _start_pool(setup)
+        engines = start_engines(setup)
     except BaseException as exc:
         conn.send(("load-failed", str(exc) if isinstance(exc, VerifyError) else f"{type(exc).__name__}: {exc}",
                    isinstance(exc, VerifyError)))
         return
+    executors = engines.executors
     try:
-        ledger = open_ledger(setup, executors[0])
-        conn.send(("ready", pool.identities(), dict(pool.not_loaded), [ex.spec for ex in executors]))
+        context = TaskContext(setup, name, open_ledger(setup, executors[0]) if executors else None)
+        conn.send(("ready", engines.identities(), dict(engines.not_loaded), engines.specs()))
         while True:
             try:
                 message = conn.recv()
@@ -158,21 +95,20 @@ def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
             if message[0] == "shard":
                 _, index, shard = message
                 try:
-                    result = run_shard(index, shard, executors, batch_size=setup.batch_size, strict=setup.strict,
-                                       worker=name, ledger=ledger)
+                    result = setup.run(index, shard, executors, context)
                     conn.send(("result", result))
                 except VerifyError as exc:
                     conn.send(("shard-error", index, str(exc), True))
                 except Exception:
                     conn.send(("shard-error", index, traceback.format_exc(limit=8), False))
             elif message[0] == "notes":
-                conn.send(("notes", pool.notes()))
+                conn.send(("notes", engines.notes()))
             elif message[0] == "close":
                 return
     except KeyboardInterrupt:
         return
     finally:
-        pool.close()
+        engines.close()
 
 
 @dataclass
@@ -352,17 +288,8 @@ class ProcessShards:
             self.device_workers = None
 
 
-@dataclass(frozen=True)
-class RayOptions:
-    """``--executor ray``: where the cluster is and how its actors are sized."""
-
-    address: str | None = None  # None: a local Ray on this machine's cores
-    actors: int | None = None  # engine actors (default: the cluster's CPUs // cpus_per_actor)
-    cpus_per_actor: float = 1.0
-
-
-def make_shard_executor(setup: WorkerSetup, workers: int, executor: str = "local", ray: RayOptions | None = None):
-    """The shard executor a run asked for: ``local`` (this process, or N worker processes)
+def make_shard_runner(setup: WorkerSetup, workers: int, executor: str = "local", ray: RayOptions | None = None):
+    """The shard runner a run asked for: ``local`` (this process, or N worker processes)
     or ``ray`` (actors of a Ray cluster, ``verify.executors.ray_shards``)."""
     if executor == "ray":
         from verify.executors.ray_shards import RayShards

@@ -151,8 +151,8 @@ def _fresh(out: Path) -> None:
 # --- the kinds ---------------------------------------------------------------------------
 
 def _pipeline(ctx: CheckContext, run: CheckRun, corpora: list[str], traces: list[str] | None = None) -> None:
-    from verify.pipeline.plan import PLAN_FILE
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.rundir.plan import PLAN_FILE
+    from verify.driver import RunOptions, run_job
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out
     resume = (out / PLAN_FILE).is_file()

@@ -96,7 +96,7 @@ def run_gate(suite_path: Path, out: Path, baseline: Path | None = None, resume: 
     from verify import __version__
     from verify.allowlist import load_allowlist
     from verify.reports.junit import write_junit
-    from verify.reports.manifest import iso
+    from verify.rundir.manifest import iso
 
     started = time.time()
     suite = load_suite(Path(suite_path))

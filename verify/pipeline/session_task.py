@@ -29,7 +29,7 @@ from verify.errors import CorpusError
 from verify.findings import Finding, bad_input_record, describe_divergence, describe_failure
 from verify.keys import input_key
 from verify.outcome import SKIPPED, Failure, agree, is_ids, state_of
-from verify.pipeline.shard_task import ShardResult
+from verify.rundir.result import ShardResult
 from verify.sample import BadRecord, Sample
 
 SESSION_SOURCE_FIELD = "session"
@@ -168,8 +168,5 @@ def _failure(result, engine, reference, sample, failure, session_fields, source)
 
 
 def _write(result: ShardResult, finding: Finding) -> None:
-    record, stored = finding.to_record()
-    result.records.append(record)
-    if stored is not None:
-        result.stored_inputs.append(stored)
+    result.add_record(*finding.to_record())
     result.counts.findings += 1

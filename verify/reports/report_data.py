@@ -6,7 +6,7 @@ committed files of one OUT folder (never from engines, never re-running anything
 Reads ``manifest.json``, the committed findings (a run's committed shards in plan
 order, else ``divergences.jsonl``) with ``triage.jsonl`` joined in, ``clusters.json``,
 the shard markers (findings by position in the corpus, throughput over time),
-``sessions.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``). Findings
+``attempts.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``). Findings
 are streamed once: tallies for every finding, full rows for the first
 ``max_findings`` only, so a run with millions of findings renders in bounded memory.
 A finding without triage (``--minimize-budget 0``) gets its signature computed here
@@ -223,12 +223,12 @@ def _cluster_rows(data: ReportData, first_member: dict[tuple, dict[str, Any]], m
 
 
 def _shards_and_throughput(data: ReportData) -> None:
-    from verify.pipeline.plan import PLAN_FILE, load_plan
-    from verify.pipeline.sessions import read_sessions
-    from verify.pipeline.store import ShardStore
-    from verify.reports.manifest import iso
+    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.rundir.attempts import read_attempts
+    from verify.rundir.store import ShardStore
+    from verify.rundir.manifest import iso
 
-    data.sessions = read_sessions(data.out)
+    data.sessions = read_attempts(data.out)
     if not (data.out / PLAN_FILE).is_file():
         return
     plan = load_plan(data.out)

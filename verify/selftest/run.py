@@ -127,14 +127,14 @@ def run_selftest(opts: SelftestOptions) -> dict:
 
 def _run(opts: SelftestOptions, name: str, specs: list[str], corpora: list[str], limit: int | None,
          traces: list[str] | None = None):
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.driver import RunOptions, run_job
 
     out = opts.out / "runs" / name
     result = run_job(RunOptions(
         reference=opts.reference, candidates=specs, corpora=corpora, traces=traces, trace_format="verify" if traces
         else None, out=out, limit=limit, isolate=opts.isolate, timeout_s=opts.timeout_s, workers=opts.workers,
         progress=False, minimize_budget_s=opts.minimize_budget_s, argv=opts.argv))
-    from verify.pipeline.plan import load_plan
+    from verify.rundir.plan import load_plan
 
     return out, result, load_plan(out)
 

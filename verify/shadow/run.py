@@ -25,7 +25,7 @@ from verify.executors.pool import EngineOptions
 from verify.findings import bad_input_record
 from verify.job import CommandJob
 from verify.pipeline.session_task import session_fields
-from verify.pipeline.shard_task import batched
+from verify.batches import batched
 from verify.sample import BadRecord, Sample
 from verify.shadow.compare import Item, ReplayEngines, ShadowComparer, parse_engine_mapping
 from verify.shadow.redact import redact_record

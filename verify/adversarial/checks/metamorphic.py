@@ -46,7 +46,7 @@ from verify.engines.base import FINGERPRINT_PROBES
 from verify.executors.base import Executor
 from verify.findings import Finding, FindingWriter, bad_input_record, describe_divergence, describe_failure
 from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
-from verify.pipeline.shard_task import batched
+from verify.batches import batched
 from verify.sample import BadRecord, Sample, Segment
 
 CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "sessions", "stress")

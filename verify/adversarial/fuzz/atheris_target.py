@@ -215,7 +215,7 @@ def replay(reference: str, candidates: list[str], artifacts: list[Path], out: Pa
 
     from verify import jsonl
 
-    from verify.pipeline.run import RunOptions, run_job
+    from verify.driver import RunOptions, run_job
 
     inputs = out / "atheris-inputs.jsonl"
     with open(inputs, "w", encoding="utf-8") as fh:

@@ -53,7 +53,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 from verify.findings import Finding
-from verify.pipeline.shard_task import encode_all
+from verify.batches import encode_all
 from verify.sample import Sample
 
 DEFAULT_EXAMPLES = 2000

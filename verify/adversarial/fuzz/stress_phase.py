@@ -45,7 +45,7 @@ from verify.comparison import Side, compare_batch
 from verify.counts import Counts
 from verify.findings import Finding, describe_divergence
 from verify.outcome import agree, is_ids
-from verify.pipeline.shard_task import encode_all
+from verify.batches import encode_all
 from verify.sample import Sample
 
 SOURCE = "fuzz-stress"

@@ -190,7 +190,7 @@ def run_sweep(plan: SweepPlan, executors: Sequence, writer: FindingWriter, count
               source_prefix: str = "vocab-sweep") -> dict[str, PartStats]:
     """Every part's samples through ``executors`` (the reference first), in batches; findings
     go to ``writer`` (at most ``max_findings`` per candidate and part), counts into ``counts``."""
-    from verify.pipeline.shard_task import batched
+    from verify.batches import batched
 
     sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
     stats: dict[str, PartStats] = {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from verify.corpora.shards import Shard
-from verify.corpora.sources import Source
+from verify.corpora.source import Source
 from verify.errors import ConfigError, CorpusError
 
 TRACE_KINDS = ("traces", "agent")

@@ -2,15 +2,16 @@
 
 A shard is committed when its marker ``NNNNNN.json`` (schema ``verify.shard/1``:
 the shard id, its counts, how many findings) exists; its findings are in
-``NNNNNN.findings.jsonl``, written (to a temporary name, then renamed) before the
-marker, and large inputs in ``OUT/inputs/``. Both renames are atomic, so after a
+``NNNNNN.findings.jsonl`` and a hunt's own data in ``NNNNNN.extra.json``, written (to a
+temporary name, then renamed) before the marker, and large inputs in ``OUT/inputs/``. Both renames are atomic, so after a
 kill -9 a shard is either committed whole or not at all, and a re-run of an
 uncommitted shard simply replaces what it had left. ``started.log`` lists every
 shard ever handed to a worker, so a resume can say how many it redid.
 
 Only the driver writes here, from results the workers hand back. Later stages
 read committed results only: ``records`` yields every committed finding in plan
-order, ``merge`` writes them as ``OUT/divergences.jsonl``.
+order, ``merge`` writes them as ``OUT/divergences.jsonl`` (through a hunt's filter, which may
+keep one finding per cluster), ``extras`` yields each committed shard's hunt data.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from verify import jsonl
 from verify.counts import Counts
 from verify.findings import read_findings, write_stored_input
-from verify.pipeline.shard_task import ShardResult
+from verify.rundir.result import ShardResult
 from verify import atomic
 
 SHARD_SCHEMA = "verify.shard/1"
@@ -43,6 +44,9 @@ class ShardStore:
     def _findings(self, index: int) -> Path:
         return self.dir / f"{index:06d}.findings.jsonl"
 
+    def _extra(self, index: int) -> Path:
+        return self.dir / f"{index:06d}.extra.json"
+
     # --- writing ---------------------------------------------------------------
     def mark_started(self, index: int) -> None:
         with open(self.dir / STARTED_LOG, "a", encoding="utf-8") as fh:
@@ -56,6 +60,11 @@ class ShardStore:
             atomic.write_text(findings, "".join(jsonl.line(r) for r in result.records))
         elif findings.exists():
             findings.unlink()  # left by an earlier, uncommitted attempt
+        extra = self._extra(result.index)
+        if result.extra:
+            atomic.write_json(extra, result.extra, indent=None)
+        elif extra.exists():
+            extra.unlink()
         marker = {"schema": SHARD_SCHEMA, "index": result.index, "shard_id": result.shard_id,
                   "counts": result.counts.as_dict(), "findings": len(result.records),
                   "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}
@@ -94,8 +103,16 @@ class ShardStore:
             if markers[index]["findings"]:
                 yield from read_findings(self._findings(index))
 
-    def merge(self, markers: dict[int, dict[str, Any]], path: Path) -> int:
-        """Write every committed finding, in plan order, to ``path`` (atomically)."""
+    def extras(self, markers: dict[int, dict[str, Any]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(index, extra)`` of every committed shard that has hunt data, in plan order."""
+        for index in sorted(markers):
+            if markers[index].get("extra"):
+                yield index, json.loads(self._extra(index).read_text(encoding="utf-8"))
+
+    def merge(self, markers: dict[int, dict[str, Any]], path: Path,
+              keep: Callable[[dict[str, Any]], bool] | None = None) -> int:
+        """Write every committed finding, in plan order, to ``path`` (atomically), streamed.
+        ``keep``: a hunt's filter, called on each record in order (it may keep state)."""
         n = 0
 
         def lines():
@@ -104,6 +121,8 @@ class ShardStore:
                 if markers[index]["findings"]:
                     with open(self._findings(index), encoding="utf-8") as fh:
                         for line in fh:
+                            if keep is not None and not keep(json.loads(line)):
+                                continue
                             n += 1
                             yield line
 

@@ -1,11 +1,14 @@
-"""The run plan (``OUT/plan.json``, schema ``verify.plan/1``): everything that decides a
+"""The run plan (``OUT/plan.json``, schema ``verify.plan/2``): everything that decides a
 run's results, written before the first shard runs.
 
-``--resume OUT`` reads it back. A resumed run must be the same run: the same
-engines (same identities, so an upgraded package is refused), the same corpora
-cut into the same shards, the same output-changing options. Only how the work is
-spread (``--workers``, ``--executor``) and what happens after the shards
-(``--minimize-budget``) may differ.
+Every command that sends inputs through engines is a *hunt* with a plan: ``run`` (corpora
+and traces), ``unicode``, ``vocab-sweep``, ``fuzz``, ``check``, ``recheck``, ``shadow``,
+``length``. ``options`` holds every option that changes what a shard gives.
+
+``--resume OUT`` reads it back. A resumed run must be the same run: the same hunt, the
+same engines (same identities, so an upgraded package is refused), the same sources cut
+into the same shards, the same options. Only how the work is spread (``--workers``,
+``--executor``) and what happens after the shards (``--minimize-budget``) may differ.
 """
 
 from __future__ import annotations
@@ -20,16 +23,12 @@ from verify.errors import UsageError
 from verify.keys import KEYS_VERSION, engine_key
 from verify import atomic
 
-SCHEMA = "verify.plan/1"
+SCHEMA = "verify.plan/2"
 PLAN_FILE = "plan.json"
-
-# Options that change what a shard's result is; a resume must not change them.
-OUTPUT_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                  "timeout_s", "memory_limit_mb", "where", "trace_format", "trace_template")
-
 
 @dataclass
 class RunPlan:
+    hunt: str  # run | unicode | vocab-sweep | fuzz | check | recheck | shadow | length
     reference: str
     requested: list[str]  # the candidates as asked for (``all`` included)
     candidates: list[str]  # what that expands to; once started, the ones that loaded
@@ -37,17 +36,19 @@ class RunPlan:
     corpora: list[str]
     sources: list[dict[str, Any]]
     shards: list[Shard]
-    options: dict[str, Any]  # OUTPUT_OPTIONS
+    options: dict[str, Any]  # every option that changes what a shard gives
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)  # spec -> identity, once started
     not_loaded: dict[str, str] = field(default_factory=dict)
     traces: list[str] = field(default_factory=list)  # agent traces replayed turn by turn
 
     @property
     def specs(self) -> list[str]:
-        return [self.reference, *self.candidates]
+        """Every engine, the reference first (a hunt without a reference -- regression cases
+        name their own -- has ``reference`` empty)."""
+        return [self.reference, *self.candidates] if self.reference else list(self.candidates)
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "keys_version": KEYS_VERSION, "reference": self.reference,
+        return {"schema": SCHEMA, "keys_version": KEYS_VERSION, "hunt": self.hunt, "reference": self.reference,
                 "requested": self.requested, "candidates": self.candidates, "optional": self.optional, "corpora": self.corpora,
                 "sources": self.sources, "options": self.options, "identities": self.identities,
                 "not_loaded": self.not_loaded, "traces": self.traces,
@@ -55,11 +56,15 @@ class RunPlan:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "RunPlan":
-        return cls(reference=doc["reference"], requested=list(doc["requested"]), candidates=list(doc["candidates"]), optional=list(doc["optional"]),
+        return cls(hunt=doc["hunt"], reference=doc["reference"], requested=list(doc["requested"]), candidates=list(doc["candidates"]), optional=list(doc["optional"]),
                    corpora=list(doc["corpora"]), sources=list(doc["sources"]),
                    shards=[Shard.from_json(s) for s in doc["shards"]], options=dict(doc["options"]),
                    identities=dict(doc.get("identities", {})), not_loaded=dict(doc.get("not_loaded", {})),
                    traces=list(doc.get("traces", [])))
+
+    @property
+    def kind(self) -> str:
+        return self.hunt
 
     def save(self, out: Path) -> None:
         atomic.write_json(out / PLAN_FILE, self.to_json(), indent=1)
@@ -85,16 +90,18 @@ def check_same_run(saved: RunPlan, fresh: RunPlan, out: Path) -> None:
         raise UsageError(f"--resume {out}: the run used {what} {was!r}, this command asks for {now!r}; "
                          "results would mix, so start a new run (another --out) instead")
 
+    if saved.hunt != fresh.hunt:
+        raise UsageError(f"--resume {out}: that folder holds a 'verify {saved.hunt}' run, not 'verify {fresh.hunt}'")
     for name, flag in (("reference", "--reference"), ("requested", "--candidate"), ("corpora", "--corpus"),
                        ("traces", "--traces")):
         if getattr(saved, name) != getattr(fresh, name):
             refuse(flag, getattr(saved, name), getattr(fresh, name))
-    for name in OUTPUT_OPTIONS:
+    for name in sorted(set(saved.options) | set(fresh.options)):
         if saved.options.get(name) != fresh.options.get(name):
             refuse(f"{name}=", saved.options.get(name), fresh.options.get(name))
     if [s.id for s in saved.shards] != [s.id for s in fresh.shards]:
-        raise UsageError(f"--resume {out}: the corpus is no longer cut into the same shards (files added, "
-                         "removed or resized since the run started); start a new run")
+        raise UsageError(f"--resume {out}: the inputs are no longer cut into the same shards (files added, "
+                         "removed or resized, or another vocabulary, since the run started); start a new run")
 
 
 def check_same_engines(saved: dict[str, dict[str, Any]], now: dict[str, dict[str, Any]], out: Path) -> None:

@@ -1,14 +1,15 @@
-"""One shard through every engine: read its records, batch them, encode with all
-engines at once, compare. The result is data (``ShardResult``), committed by the
-driver; the task writes nothing itself, so it runs the same in this process, in a
-worker process, or in a Ray actor on another machine."""
+"""The task of ``verify run``: one corpus shard through every engine -- read its records,
+batch them, encode with all engines at once (the reference once for every candidate),
+compare. A shard of agent traces is replayed session by session (``session_task``).
+The result is data (``ShardResult``), committed by the driver; the task writes nothing
+itself, so it runs the same in this process, in a worker process, or in a Ray actor."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Sequence
 
+from verify.batches import batched, encode_all
 from verify.comparison import Side, compare_batch
 from verify.corpora.shards import Shard
 from verify.counts import Counts
@@ -16,49 +17,9 @@ from verify.errors import CorpusError
 from verify.findings import bad_input_record
 from verify.keys import ids_digest, input_key
 from verify.outcome import Failure, Recorded, agree, is_ids
+from verify.pipeline.session_task import run_session_shard
+from verify.rundir.result import ShardResult
 from verify.sample import BadRecord, Sample
-
-MAX_BATCH_CHARS = 1 << 20
-
-
-@dataclass
-class ShardResult:
-    index: int  # the shard's position in the plan
-    shard_id: str
-    counts: Counts
-    records: list[dict] = field(default_factory=list)  # finding records, in corpus order
-    stored_inputs: list[tuple[str, str]] = field(default_factory=list)  # (inputs/KEY.json, payload)
-    seconds: float = 0.0
-    worker: str = ""
-    ledger_entries: list[tuple[bytes, bytes, int]] = field(default_factory=list)  # new reference results
-    ledger_stats: dict[str, int] = field(default_factory=dict)  # hits, encoded, corrupt
-
-
-def batched(records: Iterable[Sample | BadRecord], max_samples: int = 64,
-            max_chars: int = MAX_BATCH_CHARS) -> Iterator[list[Sample | BadRecord]]:
-    """Consecutive records in batches of at most ``max_samples`` samples and about
-    ``max_chars`` characters (one larger sample makes a batch of its own)."""
-    batch: list[Sample | BadRecord] = []
-    samples = chars = 0
-    for record in records:
-        size = sum(len(s.text) for s in record.segments) if isinstance(record, Sample) else 0
-        if samples and (samples >= max_samples or chars + size > max_chars):
-            yield batch
-            batch, samples, chars = [], 0, 0
-        batch.append(record)
-        if isinstance(record, Sample):
-            samples += 1
-            chars += size
-    if batch:
-        yield batch
-
-
-def encode_all(executors: Sequence, samples: list[Sample]) -> list[list]:
-    """Every engine on one batch: submit to all first, then collect (isolated workers overlap)."""
-    for ex in executors:
-        ex.submit(samples)
-    return [ex.collect() for ex in executors]
-
 
 def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
                        result: ShardResult) -> list[list]:
@@ -102,15 +63,20 @@ def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dic
     return [ref_out, *cand_outs]
 
 
+def records_task(index: int, shard: Shard, executors: Sequence, context) -> ShardResult:
+    """The run's task (``WorkerSetup.task``): ``context`` (``TaskContext``) gives the batch
+    size, ``--strict`` and the worker's ledger."""
+    setup = context.setup
+    if shard.kind in ("traces", "agent"):
+        return run_session_shard(index, shard, executors, strict=setup.strict, worker=context.worker)
+    return run_shard(index, shard, executors, batch_size=setup.batch_size, strict=setup.strict,
+                     worker=context.worker, ledger=context.ledger)
+
+
 def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int = 64,
               strict: bool = False, worker: str = "", ledger=None) -> ShardResult:
     """``executors[0]`` is the reference. ``strict``: a bad record raises ``CorpusError``.
-    ``ledger`` (a ``verify.ledger.Ledger`` of the reference): reuse what it recorded.
-    A shard of agent traces is replayed session by session (``session_task``)."""
-    if shard.kind in ("traces", "agent"):
-        from verify.pipeline.session_task import run_session_shard
-
-        return run_session_shard(index, shard, executors, strict=strict, worker=worker)
+    ``ledger`` (a ``verify.ledger.Ledger`` of the reference): reuse what it recorded."""
     started = time.monotonic()
     sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
     result = ShardResult(index, shard.id, Counts(), worker=worker)
@@ -139,9 +105,6 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
         delta, findings = compare_batch(samples, outcomes, sides, shard.source)
         result.counts.add(delta)
         for finding in findings:
-            record, stored = finding.to_record()
-            result.records.append(record)
-            if stored is not None:
-                result.stored_inputs.append(stored)
+            result.add_record(*finding.to_record())
     result.seconds = time.monotonic() - started
     return result

@@ -1,10 +1,11 @@
-"""OUT/manifest.json (schema ``verify.manifest/2``): what ran, on what, with which
+"""OUT/manifest.json (schema ``verify.manifest/3``): what ran, on what, with which
 engines, and every count.
 
-``command_manifest`` is the manifest of any command; ``run_manifest`` adds what a
-sharded run knows (shards committed, failed, redone; sessions; completeness). Both
-are rendered from what earlier stages committed, so ``verify triage OUT`` can
-render them again later, elsewhere.
+``command_manifest`` is the common part; ``run_manifest`` adds what a sharded run knows
+(shards committed, failed, redone; attempts; completeness) and the hunt's own section
+(``OUT/hunt.json``: ``unicode``, ``vocab_sweep``, ``fuzz``, ``check``, ``recheck`` ...).
+It is rendered from what earlier stages committed, so ``verify triage OUT`` can render
+it again later, elsewhere.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from verify.findings import SCHEMA as DIVERGENCE_SCHEMA
 from verify.keys import KEYS_VERSION
 from verify import atomic
 
-MANIFEST_SCHEMA = "verify.manifest/2"
+MANIFEST_SCHEMA = "verify.manifest/3"
+HUNT_FILE = "hunt.json"
+HUNT_SCHEMA = "verify.hunt/1"
 
 
 def iso(ts: float | None) -> str | None:
@@ -53,9 +56,11 @@ def command_manifest(*, argv: list[str], reference: dict | None, candidates: lis
     }
 
 
-def run_manifest(*, plan, counts: dict, committed: int, sessions: list[dict[str, Any]],
-                 live: bool = False) -> dict[str, Any]:
-    """A sharded run's manifest. ``live``: written while shards still run (``complete`` false)."""
+def run_manifest(*, plan, counts: dict, committed: int, attempts: list[dict[str, Any]],
+                 live: bool = False, hunt: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A sharded run's manifest. ``live``: written while shards still run (``complete`` false).
+    ``hunt``: the hunt's own sections (``read_hunt``)."""
+    sessions = attempts
     first, last = (sessions[0], sessions[-1]) if sessions else ({}, {})
     finished = None if live else last.get("finished")
     failed = [f for s in sessions[-1:] for f in s.get("failed", [])]
@@ -67,15 +72,33 @@ def run_manifest(*, plan, counts: dict, committed: int, sessions: list[dict[str,
         complete=not live and committed == len(plan.shards),
     )
     manifest["shards"] = {"total": len(plan.shards), "committed": committed, "failed": failed}
-    manifest["sessions"] = [{k: v for k, v in s.items() if k not in ("engine_notes",)} | {
+    manifest["hunt"] = plan.hunt
+    manifest["attempts"] = [{k: v for k, v in s.items() if k not in ("engine_notes",)} | {
         "started": iso(s.get("started")), "finished": iso(s.get("finished"))} for s in sessions]
     resumed = [s for s in sessions if s.get("resumed")]
     manifest["resumed"] = bool(resumed)
     if resumed:
-        manifest["resume"] = {"sessions": len(sessions), "shards_redone": sum(s.get("shards_redone", 0) for s in resumed),
+        manifest["resume"] = {"attempts": len(sessions), "shards_redone": sum(s.get("shards_redone", 0) for s in resumed),
                               "shards_run_after_resume": sum(s.get("shards_run", 0) for s in resumed)}
     manifest["options"] = plan.options
+    if hunt:
+        manifest.update(hunt)
     return manifest
+
+
+def write_hunt(out_dir: Path, sections: dict[str, Any]) -> Path:
+    """The hunt's own manifest sections, committed once its shards are merged."""
+    return atomic.write_json(Path(out_dir) / HUNT_FILE, {"schema": HUNT_SCHEMA, "manifest": sections})
+
+
+def read_hunt(out_dir: Path) -> dict[str, Any]:
+    path = Path(out_dir) / HUNT_FILE
+    if not path.is_file():
+        return {}
+    import json
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return dict(doc.get("manifest") or {}) if doc.get("schema") == HUNT_SCHEMA else {}
 
 
 def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -88,3 +111,16 @@ def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:
 def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
     path = Path(out_dir) / "manifest.json"
     return atomic.write_json(path, manifest)
+
+
+def committed_manifest(out_dir: Path, plan=None, store=None, markers: dict | None = None) -> dict[str, Any]:
+    """The manifest of a run folder from what it committed: plan, shard markers, attempts, hunt."""
+    from verify.rundir.attempts import read_attempts
+    from verify.rundir.plan import load_plan
+    from verify.rundir.store import ShardStore
+
+    plan = plan or load_plan(out_dir)
+    store = store or ShardStore(out_dir)
+    markers = markers if markers is not None else store.committed([s.id for s in plan.shards])
+    return run_manifest(plan=plan, counts=store.totals(markers).as_dict(), committed=len(markers),
+                        attempts=read_attempts(out_dir), hunt=read_hunt(out_dir))

@@ -1,0 +1,106 @@
+"""A corpus source -- what it is and the shards it is cut into -- and how file names,
+directories, globs and fsspec URLs expand to files. The resolver of ``--corpus`` values
+(named corpora, ``hf:``, ``generated``) is ``verify.corpora.sources``.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from verify.corpora import files, remote
+from verify.corpora.shards import Shard, file_shards, generated_shards
+from verify.errors import CorpusError
+from verify.sample import BadRecord, Sample
+
+
+@dataclass
+class Source:
+    """A named corpus: what it is (``describe``) and the shards it is cut into."""
+
+    name: str
+    description: dict[str, Any]
+    shard_list: list[Shard]
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, **self.description, "shards": len(self.shard_list)}
+
+    def shards(self) -> list[Shard]:
+        return list(self.shard_list)
+
+    def samples(self) -> Iterator[Sample]:
+        """Every sample in shard order; a bad record raises ``CorpusError`` (strict reading)."""
+        for shard in self.shard_list:
+            for record in shard.records():
+                if isinstance(record, BadRecord):
+                    raise CorpusError(f"{record.position}: {record.reason}")
+                yield record
+
+
+def generated_source(name: str, seed: int = 0, documents: int = 2000, long_documents: int = 3) -> Source:
+    from verify.corpora import generated
+
+    return Source(name, {"kind": "generated", **generated.describe(seed, documents, long_documents)},
+                  generated_shards(name, seed, documents, long_documents))
+
+
+def file_source(name: str, paths: list, text_field: str = "text", id_field: str = "id") -> Source:
+    """``paths``: local paths or URLs, or ``(path, size)`` pairs from a listing. Remote
+    Parquet files are not opened here except the first (its columns)."""
+    pairs = [p if isinstance(p, tuple) else (p, None) for p in paths]
+    remote_parquet = [p for p, _ in pairs if remote.is_url(p) and files.base_suffix(p) in files.PARQUET_SUFFIXES]
+    if remote_parquet:
+        files.parquet_row_groups(remote_parquet[0], text_field)
+    shards = [s for p, size in pairs for s in file_shards(name, p, text_field, id_field, size=size)]
+    return Source(name, {"kind": "files", "files": [str(p) for p, _ in pairs], "text_field": text_field,
+                         "id_field": id_field}, shards)
+
+
+UNSUPPORTED = "unsupported file type (use .txt, .jsonl, .ndjson, .parquet; .gz/.zst/.zstd compressed)"
+
+
+def expand_paths(pattern: str) -> list:
+    """The files a value names, sorted: local ``Path``s, or for a URL ``(url, size)`` pairs."""
+    if remote.is_url(pattern):
+        return _expand_url(pattern)
+    path = Path(pattern).expanduser()
+    if path.is_dir():
+        found = sorted(p for p in path.rglob("*") if p.is_file() and files.is_supported(p))
+        if not found:
+            raise CorpusError(f"{pattern}: directory holds no .txt/.jsonl/.parquet files")
+        return found
+    if path.is_file():
+        if not files.is_supported(path):
+            raise CorpusError(f"{pattern}: {UNSUPPORTED}")
+        return [path]
+    if any(ch in pattern for ch in "*?["):
+        found = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if files.is_supported(Path(p)))
+        if not found:
+            raise CorpusError(f"{pattern}: no corpus files match")
+        return found
+    raise CorpusError(f"corpus not found: {pattern} (not a file, directory, glob or named corpus; see corpora/)")
+
+
+def _expand_url(url: str) -> list[tuple[str, int | None]]:
+    try:
+        if any(ch in url.split("://", 1)[1] for ch in "*?["):
+            found = [(p, size) for p, size in remote.glob(url) if files.is_supported(p)]
+            if not found:
+                raise CorpusError(f"{url}: no corpus files match")
+            return found
+        if remote.is_dir(url):
+            found = [(remote.join(url, rel), size) for rel, size in remote.walk(url) if files.is_supported(rel)]
+            if not found:
+                raise CorpusError(f"{url}: directory holds no .txt/.jsonl/.parquet files")
+            return found
+        if remote.is_file(url):
+            if not files.is_supported(url):
+                raise CorpusError(f"{url}: {UNSUPPORTED}")
+            return [(url, None)]
+    except (CorpusError, ImportError):
+        raise
+    except Exception as exc:  # a missing fsspec backend, no network, no permission
+        raise CorpusError(f"{url}: cannot list ({type(exc).__name__}: {exc})") from None
+    raise CorpusError(f"corpus not found: {url} (no such file or directory)")

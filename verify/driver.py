@@ -1,0 +1,58 @@
+"""The one driver of every command that sends inputs through engines: a hunt's shards
+on the pipeline, then triage, then the reports -- each stage reading what the one before
+committed.
+
+    run_hunt(hunt, JobOptions(...)) -> RunResult
+    run_job(RunOptions(...)) -> RunResult          # verify run / replay: the corpus hunt
+
+Interrupted (Ctrl-C), the reports are rendered from what was committed and the
+``KeyboardInterrupt`` goes on (exit 130; ``--resume`` continues). A run that looked at
+nothing (an empty corpus) is a ``CorpusError`` after its reports are written.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from verify.errors import CorpusError
+from verify.pipeline.corpus import CorpusHunt, RunOptions
+from verify.pipeline.hunt import Hunt, JobOptions
+from verify.pipeline.run import RunResult, run_plan
+from verify.reports.render import render_reports
+
+Triage = Callable[[Hunt, JobOptions], object]
+
+
+def default_triage(hunt: Hunt, job: JobOptions) -> object:
+    from verify.triage import run_triage
+
+    return run_triage(job.out, engine=job.engine, budget_s=job.minimize_budget_s)
+
+
+def run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None = default_triage) -> RunResult:
+    """``triage``: the stage after the shards (None: none; a hunt with its own, such as shadow's,
+    passes it), run when ``job.minimize_budget_s`` is above 0."""
+    if triage is not None and job.minimize_budget_s > 0:
+        from verify.classify import load_tags
+
+        load_tags()  # a bad adversarial/tags.toml fails before any work
+    result = run_plan(hunt, job)
+    if result.interrupted:
+        render_reports(job.out)
+        raise KeyboardInterrupt
+    if result.empty:
+        render_reports(job.out)
+        raise CorpusError(result.empty)
+    if triage is not None and job.minimize_budget_s > 0:
+        triage(hunt, job)
+    result.manifest = render_reports(job.out)
+    result.complete = result.manifest["complete"]
+    return result
+
+
+def run_job(opts: RunOptions) -> RunResult:
+    """``verify run`` (and ``verify replay`` with traces): the corpus hunt, triage, reports."""
+    return run_hunt(CorpusHunt(opts), opts.job())
+
+
+__all__ = ["JobOptions", "RunOptions", "RunResult", "run_hunt", "run_job", "render_reports"]
