@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 

@@ -88,3 +88,46 @@ def add_limit_option(p) -> None:
 def check_positive(value, flag: str, minimum: float = 1) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{flag} must be at least {minimum:g}")
+
+
+def add_job_options(p, minimize_budget: float | None = 120.0) -> None:
+    """How a hunt runs on the pipeline: --workers, --executor ray (--ray-*), --resume, --no-progress
+    and, when the hunt triages, --minimize-budget (``minimize_budget`` its default; None: none)."""
+    from verify.executors.workers import default_workers
+
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help=f"shard workers, each with every engine (default: the machine's cores, {default_workers()})")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: worker processes on this machine (default); ray: actors of a Ray cluster")
+    p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (default: a local one)")
+    p.add_argument("--ray-actors", type=int, metavar="N", help="engine actors (default: the cluster's CPUs)")
+    p.add_argument("--ray-cpus-per-actor", type=float, default=1.0, metavar="C",
+                   help="CPUs each engine actor reserves (default %(default)s)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out: only shards not yet committed run again")
+    p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+    if minimize_budget is not None:
+        p.add_argument("--minimize-budget", type=float, default=minimize_budget, metavar="S",
+                       help="seconds to cluster and minimise findings after the shards; 0 disables "
+                            "(default %(default)s)")
+
+
+def job_options(args, kind: str, engine: EngineOptions | None = None):
+    """The ``JobOptions`` of a command with ``add_job_options`` (checked: one line, exit 2)."""
+    from verify.executors.workers import RayOptions, default_workers
+    from verify.pipeline.hunt import JobOptions
+
+    check_positive(args.workers, "--workers")
+    check_positive(args.ray_actors, "--ray-actors")
+    if args.executor != "ray" and (args.ray_address or args.ray_actors):
+        raise UsageError("--ray-address and --ray-actors go with --executor ray")
+    budget = getattr(args, "minimize_budget", 0.0)
+    if budget is None or not budget >= 0:
+        raise UsageError("--minimize-budget must be 0 (off) or positive")
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR (the run to continue)")
+    return JobOptions(out=args.out or default_out(kind), engine=engine or engine_options(args),
+                      workers=args.workers or default_workers(), executor=args.executor,
+                      ray=RayOptions(args.ray_address, args.ray_actors, args.ray_cpus_per_actor),
+                      ledger=getattr(args, "ledger", None), progress=False if args.no_progress else None,
+                      minimize_budget_s=budget, resume=args.resume, argv=list(getattr(args, "argv", [])))

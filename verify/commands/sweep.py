@@ -58,10 +58,12 @@ def run(args) -> int:
             skipped.append(reference)
             continue
         if args.unicode or args.unicode_only:
-            from verify.commands.unicode import unicode_job
+            from verify.jobs.unicode import unicode_job
+            from verify.pipeline.hunt import JobOptions
 
-            results = unicode_job(reference, ["all"], out / reference / "unicode", engine, args.argv,
-                                  progress=False if args.no_progress else None)
+            results, _ = unicode_job(reference, ["all"], JobOptions(
+                out=out / reference / "unicode", engine=engine, workers=args.workers or default_workers(),
+                progress=False if args.no_progress else None, argv=list(args.argv)))
             clean &= all(r.ok for r in results)
             unicode_rows += [unicode_row(r) for r in results]
             print(f"{reference}: Unicode sweep of {len(results)} candidates -> {out / reference / 'unicode'}")

@@ -67,8 +67,10 @@ class Shard:
             base = f"{self.path}@{self.start}-{self.stop}"
         elif self.kind == "hf":
             base = f"{hf_label(self)}/shard-{self.extra['shard']}-of-{self.extra['shards']}"
-        else:
+        elif self.kind == "row-groups":
             base = f"{self.path}#rg{self.start}-{self.stop}"
+        else:  # a hunt's shard: its path is its label (unicode:U+0000..U+7FFF, vocab:tokens[0:8192] ...)
+            base = self.path or f"{self.kind}[{self.start}:{self.stop}]"
         return base + (f"|limit={self.limit}" if self.limit is not None else "")
 
     def to_json(self) -> dict[str, Any]:

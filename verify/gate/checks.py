@@ -206,12 +206,14 @@ def _fuzz(ctx: CheckContext, run: CheckRun) -> None:
 
 def _unicode(ctx: CheckContext, run: CheckRun) -> None:
     from verify.adversarial.unicode.contexts import MAX_CP
-    from verify.commands.unicode import unicode_job
+    from verify.jobs.unicode import unicode_job
+    from verify.pipeline.hunt import JobOptions
 
     _fresh(ctx.out)
     start, stop = ctx.spec.options.get("range", [0, MAX_CP + 1])
-    unicode_job(ctx.suite.reference, list(ctx.suite.candidates), ctx.out, ctx.suite.engine_options(), ctx.argv,
-                start=start, stop=stop, progress=False)
+    unicode_job(ctx.suite.reference, list(ctx.suite.candidates),
+                JobOptions(out=ctx.out, engine=ctx.suite.engine_options(), workers=ctx.suite.workers,
+                           progress=False, argv=ctx.argv), start=start, stop=stop)
     run.clusters = collect.unicode_clusters(ctx.out, ctx.spec.name, ctx.rel)
     _tally(run, [ctx.out], ctx.spec.allow_skipped)
 

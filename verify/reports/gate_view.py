@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UsageError
-from verify.reports.report_data import MISSING, REPRODUCER_CHARS, difference_view, first_difference, safe_link
+from verify.reports.views import MISSING, REPRODUCER_CHARS, difference_view, first_difference, safe_link
 from verify.reports.visible import visible, visible_input
 
 GATE_FILE = "gate.json"

@@ -22,66 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UsageError
-from verify.reports.visible import reveal_invisible, visible, visible_input
+from verify.reports.visible import visible, visible_input
 
-REPRODUCER_CHARS = 300  # a minimised reproducer, shown
-ORIGINAL_CHARS = 120  # the start of an original input standing in for a reproducer not minimised
-CONTEXT_CHARS = 40  # either side of a finding's first difference, in the findings table
-CLUSTER_CONTEXT_CHARS = 24  # the same for a cluster's original (not minimised) input
-MISSING = "—"
-
-
-def run_verdict(manifest: dict[str, Any]) -> str:
-    """PASS when the run is complete and every sample was verified by every engine with
-    no bad record; INCOMPLETE while shards are missing; FAIL otherwise (summary.md's rule)."""
-    counts = manifest.get("counts") or {}
-    complete = manifest.get("complete", True)
-    ok = complete and counts.get("samples", 0) > 0 and counts.get("verified") == counts.get("samples") \
-        and not counts.get("bad_records")
-    return "PASS" if ok else "FAIL" if complete else "INCOMPLETE"
-
-
-def safe_link(url: Any) -> str | None:
-    """An http(s) URL that may become a link; anything else (javascript:, data:, relative) is shown as text."""
-    if not isinstance(url, str):
-        return None
-    lowered = url.strip().lower()
-    ok = lowered.startswith(("https://", "http://")) and not any(ord(c) < 0x21 or c in "\"'<>`" for c in url.strip())
-    return url.strip() if ok else None
-
-
-def token_at(window: dict | None, index: int | None) -> dict[str, str]:
-    """The id and decoded piece at ``index`` of an ``expected``/``actual`` window."""
-    if not window or index is None:
-        return {"id": MISSING, "piece": MISSING}
-    at = index - int(window.get("start") or 0)
-    ids, pieces = window.get("ids") or [], window.get("pieces")
-    tid = str(ids[at]) if 0 <= at < len(ids) else "(end)"
-    # Pieces already spell undecodable bytes as \xNN (backslashreplace): keep their backslashes.
-    piece = reveal_invisible(str(pieces[at])) if pieces is not None and 0 <= at < len(pieces) else MISSING
-    return {"id": tid, "piece": piece}
-
-
-def difference_view(*, token_index=None, byte_offset=None, expected=None, actual=None, error="", text="") -> dict:
-    """What the reports show of a first difference: located (token index, byte offset,
-    expected and actual id and piece), an ``error`` line, or a ``text`` line."""
-    return {"token_index": token_index, "byte_offset": byte_offset, "expected": expected or token_at(None, None),
-            "actual": actual or token_at(None, None), "error": error, "text": text}
-
-
-def first_difference(block: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The first difference of a finding (or of its minimised block): located for ``ids``,
-    the error for failures; None when nothing is located."""
-    if not block:
-        return None
-    if block.get("error") and block.get("token_index") is None:
-        error = block["error"]
-        return difference_view(error=visible(f"{error.get('type', '?')}: {error.get('message', '')}", 200))
-    index = block.get("token_index")
-    if index is None:
-        return None
-    return difference_view(token_index=index, byte_offset=block.get("byte_offset"),
-                           expected=token_at(block.get("expected"), index), actual=token_at(block.get("actual"), index))
+from verify.reports.views import (CLUSTER_CONTEXT_CHARS, CONTEXT_CHARS, MISSING, ORIGINAL_CHARS,  # noqa: F401
+                                  REPRODUCER_CHARS, difference_view, first_difference, run_verdict, safe_link,
+                                  token_at)
 
 
 def finding_class(kind: str, sig: dict[str, Any] | None) -> str:

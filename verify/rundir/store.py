@@ -67,7 +67,7 @@ class ShardStore:
             extra.unlink()
         marker = {"schema": SHARD_SCHEMA, "index": result.index, "shard_id": result.shard_id,
                   "counts": result.counts.as_dict(), "findings": len(result.records),
-                  "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}
+                  "extra": bool(result.extra), "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}
         atomic.write_text(self._marker(result.index), jsonl.line(marker))
 
     # --- reading ---------------------------------------------------------------

@@ -163,9 +163,33 @@ def sweep_many(reference: Executor, candidates: Sequence[Executor], *, probes: P
     probes = probes or probe_set(vocab_target(reference.spec))
     all_cps = np.asarray(sorted(set(int(c) for c in cps)), dtype=np.int64) if cps is not None \
         else code_points(start, stop)
+    scan = scan_range(reference, cands, all_cps, probes, batch_size=batch_size, pack=pack, packing=packing,
+                      progress=progress)
+    seconds = time.perf_counter() - t0
+    scope = np.zeros(MAX_CP + 1, dtype=bool)
+    scope[all_cps] = True
+    return [build_result(reference.spec, cand.spec, st, probes, int(all_cps.size), scan.probes, seconds, scope,
+                         scan.packing[i], declared_version(reference), declared_version(cand))
+            for i, (cand, st) in enumerate(zip(cands, scan.states))]
+
+
+@dataclass
+class Scan:
+    """What sweeping some code points gave, per candidate (``states``, in candidate order)."""
+
+    states: list["CandidateState"]
+    probes: int
+    packing: list[str]  # per candidate: the packing name
+
+
+def scan_range(reference: Executor, cands: Sequence[Executor], all_cps: np.ndarray, probes: ProbeSet, *,
+               batch_size: int = 4096, pack: int = PACK_PROBES, packing: str = "auto",
+               progress: Callable[[int, int], None] | None = None) -> Scan:
+    """Every code point of ``all_cps`` in every probe context through the reference and each
+    candidate: which (code point, context) pairs differ per candidate."""
     engines = [reference, *cands]
     modes = _modes(engines, probes.separator, packing)
-    state = [_CandidateState() for _ in cands]
+    state = [CandidateState() for _ in cands]
     total, done, n_probes = int(all_cps.size), 0, 0
     starts = range(0, total, batch_size)
     # Pipelined: the next batch's probes are built while the engines encode this one.
@@ -184,11 +208,7 @@ def sweep_many(reference: Executor, candidates: Sequence[Executor], *, probes: P
         done += len(current.cps)
         if progress:
             progress(done, total)
-    seconds = time.perf_counter() - t0
-    scope = np.zeros(MAX_CP + 1, dtype=bool)
-    scope[all_cps] = True
-    return [_result(reference, cand, st, probes, total, n_probes, seconds, scope, all_cps, modes[i + 1].name)
-            for i, (cand, st) in enumerate(zip(cands, state))]
+    return Scan(state, n_probes, [m.name for m in modes[1:]])
 
 
 def _modes(engines: list[Executor], separator: str | None, packing: str) -> list:
@@ -211,7 +231,10 @@ def _modes(engines: list[Executor], separator: str | None, packing: str) -> list
 
 
 @dataclass
-class _CandidateState:
+class CandidateState:
+    """Per candidate: the contexts each mismatching code point differed in, the code points
+    a failure touched, those only a pack showed. Sweeps of disjoint ranges merge by union."""
+
     bad: dict[int, set[str]] = field(default_factory=dict)
     errors: set[int] = field(default_factory=set)
     pack_only: set[int] = field(default_factory=set)
@@ -220,6 +243,18 @@ class _CandidateState:
         self.bad.setdefault(cp, set()).add(context)
         if failed:
             self.errors.add(cp)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bad": [[cp, sorted(ctxs)] for cp, ctxs in sorted(self.bad.items())],
+                "errors": ud.to_ranges(sorted(self.errors)), "pack_only": ud.to_ranges(sorted(self.pack_only))}
+
+    def merge_json(self, doc: dict[str, Any]) -> None:
+        for cp, ctxs in doc["bad"]:
+            self.bad.setdefault(int(cp), set()).update(ctxs)
+        for a, b in doc["errors"]:
+            self.errors.update(range(a, b + 1))
+        for a, b in doc["pack_only"]:
+            self.pack_only.update(range(a, b + 1))
 
 
 class _Plan:
@@ -316,7 +351,7 @@ def _compare(batch: _Batch, got, engines, modes, state) -> None:
 
 
 def _one_by_one(plan, groups: list[list[int]], reference: Executor, candidate: Executor, mode,
-                st: "_CandidateState", label: str) -> None:
+                st: "CandidateState", label: str) -> None:
     """Each probe of the suspect groups as its own sample (in its mode's framing) on both
     engines: which differ. A packed group that differed while none of its probes does alone is
     ``pack_only``."""
@@ -338,8 +373,11 @@ def _one_by_one(plan, groups: list[list[int]], reference: Executor, candidate: E
             st.pack_only.update(plan[j][0] for j in g)
 
 
-def _result(ref: Executor, cand: Executor, st: "_CandidateState", probes: ProbeSet, n_cp: int, n_probes: int,
-            seconds: float, scope: np.ndarray, swept: np.ndarray, packing: str) -> SweepResult:
+def build_result(reference: str, candidate: str, st: CandidateState, probes: ProbeSet, n_cp: int, n_probes: int,
+                 seconds: float, scope: np.ndarray, packing: str, reference_version: str | None,
+                 candidate_version: str | None) -> SweepResult:
+    """The ``SweepResult`` of one candidate from its state over the swept ``scope`` (a mask):
+    ranges, contexts, and the attribution of the mismatches to a Unicode version."""
     m = np.asarray(sorted(st.bad), dtype=np.int64)
     by_context: dict[str, int] = {}
     for ctxs in st.bad.values():
@@ -347,13 +385,14 @@ def _result(ref: Executor, cand: Executor, st: "_CandidateState", probes: ProbeS
             by_context[c] = by_context.get(c, 0) + 1
     order = {c.name: i for i, c in enumerate(probes.context_list())}
     pack_only = sorted(st.pack_only - set(st.bad))
+    swept = np.flatnonzero(scope)
     return SweepResult(
-        reference=ref.spec, candidate=cand.spec, mismatched=ud.to_ranges(m), count=int(m.size),
+        reference=reference, candidate=candidate, mismatched=ud.to_ranges(m), count=int(m.size),
         errors=ud.to_ranges(sorted(st.errors)), pack_only=ud.to_ranges(pack_only),
         by_context=dict(sorted(by_context.items(), key=lambda kv: order.get(kv[0], 99))),
         contexts_of={cp: sorted(c, key=lambda x: order.get(x, 99)) for cp, c in st.bad.items()},
         code_points=n_cp, probes=n_probes, seconds=seconds,
         scope=[int(swept[0]), int(swept[-1])] if swept.size else [0, 0], packing=packing,
         probe_description=probes.describe(),
-        **explain(m, declared_version(ref), declared_version(cand), scope),
+        **explain(m, reference_version, candidate_version, scope),
     )

@@ -1,0 +1,103 @@
+"""The house is one-way: no module of ``verify`` imports, even lazily inside a function,
+a module that imports it back (directly or round a longer circle). Type-checking-only
+imports (``if TYPE_CHECKING:``) are not imports at run time and are left out."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import verify
+
+PACKAGE = Path(verify.__file__).resolve().parent
+
+
+def module_files() -> dict[str, Path]:
+    mods = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        name = ".".join(rel.parts)
+        mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+def imports_of(path: Path, mods: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    type_only = {id(node) for branch in ast.walk(tree) if isinstance(branch, ast.If)
+                 and "TYPE_CHECKING" in ast.dump(branch.test) for stmt in branch.body for node in ast.walk(stmt)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        found.update(n for n in names if n in mods)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = module_files()
+    graph = {}
+    for name, path in mods.items():
+        # a package's own submodules are not "imported back" by the package that holds them
+        graph[name] = {m for m in imports_of(path, mods) if m != name and not name.startswith(m + ".")}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index, low, on, stack, found, counter = {}, {}, set(), [], [], [0]
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, edges = work[-1]
+            nxt = next(edges, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]
+                    counter[0] += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                elif nxt in on:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_package_has_no_import_circle():
+    found = cycles(import_graph())
+    assert not found, "import circles:\n" + "\n".join("  " + " <-> ".join(c) for c in found)
+
+
+def test_the_cycle_finder_finds_a_planted_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_gate_calls_functions_not_the_command_line():
+    gate = PACKAGE / "gate"
+    offenders = [str(p.relative_to(PACKAGE)) for p in gate.rglob("*.py") if "verify.cli" in p.read_text()]
+    assert not offenders
