@@ -16,7 +16,7 @@ import sys
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
-                                     job_options, reference_and_candidates)
+                                     check_positive, job_options)
 
 
 def _code_point(text: str) -> int:
@@ -30,19 +30,23 @@ def add_parser(sub) -> None:
     p = sub.add_parser("unicode", help="sweep every code point; attribute mismatches to a Unicode version")
     add_engine_options(p, allow_all=True)
     add_out_option(p, "unicode")
-    p.add_argument("--start", type=_code_point, default=0, metavar="HEX", help="first code point (default 0)")
-    p.add_argument("--stop", type=_code_point, default=0x110000, metavar="HEX",
+    p.add_argument("--start", type=_code_point, default=None, metavar="HEX", help="first code point (default 0)")
+    p.add_argument("--stop", type=_code_point, default=None, metavar="HEX",
                    help="one past the last code point (default 110000)")
+    p.add_argument("--shard-code-points", type=int, default=None, metavar="N",
+                   help="code points per shard (default 32768: 34 shards over the whole range)")
     add_job_options(p, minimize_budget=None)
     add_pool_options(p)
 
 
 def run(args) -> int:
-    reference, requested = reference_and_candidates(args)
+    reference, requested = args.reference, args.candidate
     from verify.jobs.unicode import unicode_job
 
     job = job_options(args, "unicode")
-    results, not_loaded = unicode_job(reference, requested, job, start=args.start, stop=args.stop)
+    check_positive(args.shard_code_points, "--shard-code-points")
+    results, not_loaded = unicode_job(reference, requested, job, start=args.start, stop=args.stop,
+                                      shard_code_points=args.shard_code_points)
     for spec, why in not_loaded.items():
         print(f"{spec}: not loaded ({why})", file=sys.stderr)
     for result in results:

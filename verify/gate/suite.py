@@ -23,26 +23,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from verify.errors import ConfigError
-from verify.toml_config import (NON_NEGATIVE, POSITIVE, boolean, checked, choices, fraction, integer, read_toml,
+from verify.gate.kinds import KINDS
+from verify.toml_config import (POSITIVE, boolean, checked, integer, read_toml,
                                  seconds, text, texts)
 
-KINDS = ("corpus", "replay", "fuzz", "unicode", "vocab", "recheck", "metamorphic")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 DEFAULT_MINIMIZE_BUDGET_S = 30.0
-
-
-def _code_point_range(value, where):
-    """``["0000", "3000"]``: first code point and one past the last (hex, ``U+`` allowed)."""
-    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where} must be [\"START\", \"STOP\"] in hex (STOP one past the last code point)")
-    try:
-        start, stop = (int(v.strip().removeprefix("U+").removeprefix("u+"), 16) for v in value)
-    except ValueError:
-        raise ConfigError(f"{where}: {value!r} is not a pair of hex code points") from None
-    if not 0 <= start < stop <= 0x110000:
-        raise ConfigError(f"{where}: need 0 <= START < STOP <= 110000, got {value!r}")
-    return [start, stop]
-
 
 
 GATE_KEYS: dict[str, Callable] = {
@@ -52,23 +38,6 @@ GATE_KEYS: dict[str, Callable] = {
 }
 COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),
                                     "allow_skipped": boolean}
-CHECK_KEYS: dict[str, dict[str, Callable]] = {
-    "corpus": {"corpus": texts, "sample": fraction, "seed": NON_NEGATIVE, "limit": POSITIVE, "text_field": text,
-               "id_field": text, "batch_size": POSITIVE},
-    "replay": {"traces": texts, "format": text, "limit": POSITIVE},
-    "fuzz": {"examples": POSITIVE, "seconds": seconds(True), "seed": NON_NEGATIVE, "max_findings": POSITIVE,
-             "stress": boolean, "database": text},
-    "unicode": {"range": _code_point_range, "full": boolean},
-    "vocab": {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
-              "seed": NON_NEGATIVE, "max_findings": POSITIVE},
-    "recheck": {"cases": text, "allow_unavailable": boolean},
-    "metamorphic": {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
-                    "stress_seconds": seconds(True)},
-}
-REQUIRED: dict[str, tuple[str, ...]] = {"corpus": ("corpus",), "replay": ("traces",)}
-PATH_KEYS = {"cases", "database"}  # always paths: resolved against the suite's folder
-
-
 @dataclass(frozen=True)
 class CheckSpec:
     name: str
@@ -168,23 +137,18 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         if kind not in KINDS:
             raise ConfigError(f"{at}: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
         at = f"{at} ({kind})"
-        values = checked(row, COMMON_KEYS | CHECK_KEYS[kind], at)
+        row_kind = KINDS[kind]
+        values = checked(row, COMMON_KEYS | row_kind.options, at)
         options = {k: v for k, v in values.items() if k not in COMMON_KEYS}
-        missing = [k for k in REQUIRED.get(kind, ()) if k not in options]
+        missing = [k for k in row_kind.required if k not in options]
         if missing:
             raise ConfigError(f"{at}: needs '{missing[0]}'")
-        if kind == "unicode" and "range" in options and options.get("full"):
-            raise ConfigError(f"{at}: give 'range' or 'full = true', not both")
-        if kind == "corpus" and "seed" in options and "sample" not in options:
-            raise ConfigError(f"{at}: 'seed' goes with 'sample'")
-        if kind == "metamorphic" and "checks" in options:
-            from verify.adversarial.checks.metamorphic import CHECKS
-
-            options["checks"] = choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
+        if row_kind.validate is not None:
+            row_kind.validate(options, at)
         for key in ("corpus", "traces"):
             if key in options:
                 options[key] = [_resolve(folder, v) for v in options[key]]
-        for key in PATH_KEYS & set(options):
+        for key in row_kind.paths & set(options):
             options[key] = str(folder / options[key]) if not Path(options[key]).is_absolute() else options[key]
         name = row.get("name") or (kind if kind not in names and not any(r.get("name") == kind for r in rows)
                                    else f"{kind}-{i}")

@@ -96,25 +96,37 @@ class UnicodeHunt(Hunt):
     label = "verify unicode"
     task = staticmethod(unicode_shard)
 
-    def __init__(self, reference: str, requested: list[str], job: JobOptions, *, start: int = 0,
-                 stop: int = MAX_CP + 1, shard_size: int = SHARD_CODE_POINTS, pack: int | None = None,
-                 packing: str = "auto"):
-        from verify.adversarial.unicode.sweep import PACK_PROBES
-
-        if start >= stop:
-            raise UsageError("--start must be below --stop")
-        self.reference, self.requested = reference, list(requested)
+    def __init__(self, reference: str | None, requested: list[str] | None, job: JobOptions, *,
+                 start: int | None = None, stop: int | None = None, shard_size: int | None = None,
+                 pack: int | None = None, packing: str = "auto"):
+        """``None`` means unsaid: a resume takes it from the saved plan, a new run its default."""
+        self.reference, self.requested = reference, list(requested or [])
         self.start, self.stop, self.shard_size = start, stop, shard_size
-        self.pack, self.packing = pack or PACK_PROBES, packing
+        self.pack, self.packing = pack, packing
         self.job = job
 
     def fill_from(self, saved) -> None:
         self.reference = self.reference or saved.reference
         self.requested = self.requested or saved.requested
+        o = saved.options
+        self.start = o["start"] if self.start is None else self.start
+        self.stop = o["stop"] if self.stop is None else self.stop
+        self.shard_size = self.shard_size or o["shard_code_points"]
+        self.pack = self.pack or o["pack"]
 
     def plan(self) -> HuntPlan:
+        from verify.adversarial.unicode.sweep import PACK_PROBES
+        from verify.config import run_defaults
         from verify.engines.catalogue import expand_candidates
 
+        defaults = run_defaults()
+        self.reference = self.reference or defaults.get("reference")
+        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.start = 0 if self.start is None else self.start
+        self.stop = MAX_CP + 1 if self.stop is None else self.stop
+        self.shard_size, self.pack = self.shard_size or SHARD_CODE_POINTS, self.pack or PACK_PROBES
+        if self.start >= self.stop:
+            raise UsageError("--start must be below --stop")
         if not self.reference or not self.requested:
             raise UsageError("verify unicode needs --reference and at least one --candidate")
         candidates, swept_in = expand_candidates(self.reference, self.requested)

@@ -1,0 +1,232 @@
+"""The check kinds of a gate suite: one row each -- its typed options, the options it
+needs, what else it checks across options, and the function that runs it by calling the
+job function of its command (``verify.jobs``, ``verify.driver``). No argv is rebuilt.
+
+    kind        job function                       clusters from
+    corpus      verify.driver.run_job (resumable)  clusters.json (triage)
+    replay      run_job with traces (resumable)    clusters.json
+    fuzz        verify.jobs.fuzz.fuzz_job          clusters.json + masked allowlisted
+    unicode     verify.jobs.unicode.unicode_job    unicode.json
+    vocab       verify.jobs.vocab.vocab_job        clusters.json
+    recheck     verify.jobs.recheck.recheck_job    recheck.json
+    metamorphic verify.jobs.check.check_job        clusters.json, per candidate (OUT/checks/NAME/N-SPEC)
+
+A new kind is one row of ``KINDS`` and one function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from verify.errors import ConfigError
+from verify.gate import collect
+from verify.gate.check_run import CheckContext, CheckRun, fresh_folder, tally
+from verify.toml_config import NON_NEGATIVE, POSITIVE, boolean, choices, fraction, seconds, text, texts
+
+Validator = Callable[[Any, str], Any]
+
+
+@dataclass(frozen=True)
+class CheckKind:
+    name: str
+    options: dict[str, Validator]  # the row's own keys and their checkers
+    run: Callable[[CheckContext, CheckRun], None]
+    required: tuple[str, ...] = ()
+    paths: frozenset[str] = field(default_factory=frozenset)  # always paths: resolved against the suite's folder
+    validate: Callable[[dict[str, Any], str], None] | None = None  # checks across options (``at`` names the row)
+
+
+def code_point_range(value, where):
+    """``["0000", "3000"]``: first code point and one past the last (hex, ``U+`` allowed)."""
+    if not isinstance(value, list) or len(value) != 2 or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be [\"START\", \"STOP\"] in hex (STOP one past the last code point)")
+    try:
+        start, stop = (int(v.strip().removeprefix("U+").removeprefix("u+"), 16) for v in value)
+    except ValueError:
+        raise ConfigError(f"{where}: {value!r} is not a pair of hex code points") from None
+    if not 0 <= start < stop <= 0x110000:
+        raise ConfigError(f"{where}: need 0 <= START < STOP <= 110000, got {value!r}")
+    return [start, stop]
+
+
+def _job(ctx: CheckContext, out: Path | None = None, minimize_budget_s: float = 0.0):
+    from verify.pipeline.hunt import JobOptions
+
+    return JobOptions(out=out or ctx.out, engine=ctx.suite.engine_options(), workers=ctx.suite.workers,
+                      progress=False, minimize_budget_s=minimize_budget_s, argv=list(ctx.argv))
+
+
+# --- corpus and replay ---------------------------------------------------------------
+
+def _pipeline(ctx: CheckContext, run: CheckRun, corpora: list[str], traces: list[str] | None = None) -> None:
+    from verify.driver import RunOptions, run_job
+    from verify.rundir.plan import PLAN_FILE
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    resume = (out / PLAN_FILE).is_file()
+    if not resume:
+        fresh_folder(out)
+    run_job(RunOptions(
+        reference=suite.reference, candidates=list(suite.candidates), corpora=corpora, traces=traces,
+        trace_format=o.get("format"), out=out, text_field=o.get("text_field"), id_field=o.get("id_field"),
+        limit=o.get("limit"), batch_size=o.get("batch_size"), sample_rate=o.get("sample"),
+        sample_seed=o.get("seed"), isolate=not suite.in_process, timeout_s=suite.timeout_s,
+        memory_limit_mb=suite.memory_limit_mb, workers=suite.workers, progress=False,
+        minimize_budget_s=ctx.spec.minimize_budget, resume=resume, argv=ctx.argv))
+    if resume:
+        run.notes.append("resumed: only shards not committed before ran")
+    run.clusters = collect.triaged_clusters(out, ctx.spec.name, ctx.rel, suite.engine_options(), 0.0)
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
+def run_corpus(ctx: CheckContext, run: CheckRun) -> None:
+    _pipeline(ctx, run, ctx.spec.options["corpus"])
+
+
+def run_replay(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.executors.pool import EnginePool
+
+    with EnginePool(ctx.suite.engine_options()) as pool:
+        stateless = [ex.spec for ex in pool.start(list(ctx.suite.candidates)) if not ex.capabilities.sessions]
+    _pipeline(ctx, run, [], ctx.spec.options["traces"])
+    if stateless:
+        run.notes.append(f"{', '.join(stateless)} has no stateful sessions: each turn's whole transcript was "
+                         f"encoded from scratch; the session path is not tested")
+        if len(stateless) == len(ctx.suite.candidates):
+            run.state = "skipped"
+
+
+def _corpus_seed(options: dict[str, Any], at: str) -> None:
+    if "seed" in options and "sample" not in options:
+        raise ConfigError(f"{at}: 'seed' goes with 'sample'")
+
+
+# --- hunts -----------------------------------------------------------------------------
+
+def run_fuzz(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.adversarial.fuzz.search import DEFAULT_MAX_FINDINGS
+    from verify.jobs.fuzz import fuzz_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    fresh_folder(out)
+    database = Path(o["database"]) if "database" in o else out.resolve() / "hypothesis"
+    result = fuzz_job(suite.reference, list(suite.candidates), _job(ctx), max_examples=o.get("examples"),
+                      budget_s=o.get("seconds"), seed=o.get("seed"), database_dir=database.resolve(),
+                      max_findings=o.get("max_findings", DEFAULT_MAX_FINDINGS), allowlist=ctx.allowlist, tags=[],
+                      stress=o.get("stress", True))
+    run.clusters = collect.triaged_clusters(out, ctx.spec.name, ctx.rel, suite.engine_options(),
+                                            ctx.spec.minimize_budget)
+    run.clusters += collect.masked_fuzz_clusters(result.manifest, suite.reference, ctx.spec.name, ctx.rel)
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
+def run_unicode(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.adversarial.unicode.contexts import MAX_CP
+    from verify.jobs.unicode import unicode_job
+
+    fresh_folder(ctx.out)
+    start, stop = ctx.spec.options.get("range", [0, MAX_CP + 1])
+    unicode_job(ctx.suite.reference, list(ctx.suite.candidates), _job(ctx), start=start, stop=stop)
+    run.clusters = collect.unicode_clusters(ctx.out, ctx.spec.name, ctx.rel)
+    tally(run, [ctx.out], ctx.spec.allow_skipped)
+
+
+def _unicode_range(options: dict[str, Any], at: str) -> None:
+    if "range" in options and options.get("full"):
+        raise ConfigError(f"{at}: give 'range' or 'full = true', not both")
+
+
+def run_vocab(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.jobs.vocab import vocab_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    fresh_folder(out)
+    vocab_job(suite.reference, list(suite.candidates), _job(ctx, minimize_budget_s=ctx.spec.minimize_budget),
+              **{k: o[k] for k in ("limit", "pairs", "seed", "max_findings") if k in o},
+              parts=o.get("parts"))
+    run.clusters = collect.triaged_clusters(out, ctx.spec.name, ctx.rel, suite.engine_options(), 0.0)
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
+def _same_engine(a: str, b: str) -> bool:
+    from verify.engines.registry import parse_spec
+
+    pa, pb = parse_spec(a), parse_spec(b)
+    return (pa.adapter, pa.target, pa.options) == (pb.adapter, pb.target, pb.options)
+
+
+def run_recheck(ctx: CheckContext, run: CheckRun) -> None:
+    import shutil
+
+    from verify.adversarial.regressions.cases import load_cases
+    from verify.config import project_dir
+    from verify.jobs.recheck import recheck_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    folder = Path(o.get("cases") or project_dir() / "adversarial" / "regressions")
+    cases = [c for c in load_cases(folder) if any(_same_engine(c.engine, cand) for cand in suite.candidates)]
+    fresh_folder(out)
+    if not cases:
+        run.state = "skipped"
+        run.notes.append(f"no regression case in {folder} is for {', '.join(suite.candidates)}")
+        return
+    chosen = out / "cases"  # exactly the cases replayed, kept beside the report
+    chosen.mkdir()
+    for case in cases:
+        shutil.copy2(case.path, chosen / case.path.name)
+    result = recheck_job(load_cases(chosen), _job(ctx), allow_unavailable=o.get("allow_unavailable", False),
+                         cases_dir=chosen)
+    run.clusters = collect.recheck_clusters(out, ctx.spec.name, ctx.rel)
+    if result.report.get("as_recorded", 0) == 0 and not result.report.get("changed"):
+        run.problems.append("no regression case could be replayed: nothing was checked")
+    run.notes.append(f"{len(cases)} cases of {folder} replayed")
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
+def run_metamorphic(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.jobs.check import check_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    fresh_folder(out)
+    outs = []
+    checks = list(o.get("checks") or []) or None
+    if o.get("stress") is False:
+        from verify.adversarial.checks.metamorphic import CHECKS
+
+        checks = [c for c in (checks or CHECKS) if c != "stress"]
+    for i, engine in enumerate(suite.candidates, 1):
+        sub = out if len(suite.candidates) == 1 else out / f"{i}-{''.join(c if c.isalnum() else '-' for c in engine)}"
+        check_job(engine, _job(ctx, sub, minimize_budget_s=ctx.spec.minimize_budget),
+                  corpora=list(o.get("corpus", ["smoke"])), limit=o.get("limit"), checks=checks,
+                  stress_budget_s=o.get("stress_seconds"))
+        rel = ctx.rel if sub == out else f"{ctx.rel}/{sub.name}"
+        run.clusters += collect.triaged_clusters(sub, ctx.spec.name, rel, suite.engine_options(),
+                                                 ctx.spec.minimize_budget)
+        outs.append(sub)
+    tally(run, outs, ctx.spec.allow_skipped)
+
+
+def _metamorphic_checks(options: dict[str, Any], at: str) -> None:
+    if "checks" in options:
+        from verify.adversarial.checks.metamorphic import CHECKS
+
+        options["checks"] = choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
+
+
+KINDS: dict[str, CheckKind] = {k.name: k for k in [
+    CheckKind("corpus", {"corpus": texts, "sample": fraction, "seed": NON_NEGATIVE, "limit": POSITIVE,
+                         "text_field": text, "id_field": text, "batch_size": POSITIVE},
+              run_corpus, required=("corpus",), validate=_corpus_seed),
+    CheckKind("replay", {"traces": texts, "format": text, "limit": POSITIVE}, run_replay, required=("traces",)),
+    CheckKind("fuzz", {"examples": POSITIVE, "seconds": seconds(True), "seed": NON_NEGATIVE,
+                       "max_findings": POSITIVE, "stress": boolean, "database": text},
+              run_fuzz, paths=frozenset({"database"})),
+    CheckKind("unicode", {"range": code_point_range, "full": boolean}, run_unicode, validate=_unicode_range),
+    CheckKind("vocab", {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
+                        "seed": NON_NEGATIVE, "max_findings": POSITIVE}, run_vocab),
+    CheckKind("recheck", {"cases": text, "allow_unavailable": boolean}, run_recheck, paths=frozenset({"cases"})),
+    CheckKind("metamorphic", {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
+                              "stress_seconds": seconds(True)}, run_metamorphic, validate=_metamorphic_checks),
+]}
