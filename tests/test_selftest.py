@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import run_cli
-from verify.selftest.faults import TOKEN_KINDS, corrupt, resplits, token_table
+from verify.engines.planted.faults import TOKEN_KINDS, corrupt, resplits, token_table
 from verify.selftest.run import SelftestOptions, run_selftest
 from verify.selftest.shadow_model import PAPER, requests_to_catch, simulate
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from verify.adversarial.unicode.table_faults import TableFault, planted_engine
+from verify.engines.planted.unicode_tables import TableFault, planted_engine
 from verify.adversarial.unicode.table_recall import REFERENCES, faults, measure, version_named
 from verify.adversarial.unicode.sweep import sweep
 from verify.engines import build_engine

@@ -8,7 +8,7 @@ import unicodedata
 import numpy as np
 import pytest
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.adversarial.unicode.attribution import attribute
 from verify.adversarial.unicode.contexts import CONTEXTS, code_points
 from verify.adversarial.unicode.sweep import sweep, sweep_many

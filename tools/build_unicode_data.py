@@ -1,4 +1,4 @@
-"""Build ``verify/adversarial/unicode/data/unicode_categories.json.gz`` from public Unicode data.
+"""Build ``verify/unicode_tables/data/unicode_categories.json.gz`` from public Unicode data.
 
     python -m tools.build_unicode_data [--work DIR] [--release X ...]
 
@@ -40,7 +40,7 @@ import tempfile
 import unicodedata
 from pathlib import Path
 
-DATA_PATH = Path(__file__).resolve().parents[1] / "verify" / "adversarial" / "unicode" / "data" / "unicode_categories.json.gz"
+DATA_PATH = Path(__file__).resolve().parents[1] / "verify" / "unicode_tables" / "data" / "unicode_categories.json.gz"
 
 # unicodedata2 release -> the Unicode version it carries (checked at build time).
 RELEASES = [

@@ -13,7 +13,7 @@ from verify.commands.options import add_out_option, add_pool_options, check_posi
 
 
 def add_parser(sub) -> None:
-    from verify.selftest.injector import DEFAULT_UNICODE_FAULT, KINDS
+    from verify.engines.planted.injector import DEFAULT_UNICODE_FAULT, KINDS
 
     p = sub.add_parser("selftest", help="plant faults in a reference and measure how many the harness finds")
     p.add_argument("--reference", metavar="SPEC", default="tiktoken:cl100k_base",

@@ -45,7 +45,7 @@ BUILTIN_ADAPTERS: dict[str, AdapterEntry] = {
                      "", "control: sessions that re-encode the whole transcript every append: naive:INNER_SPEC"),
         AdapterEntry("concat", "verify.engines.session_controls:ConcatEngine", None,
                      "", "control, wrong by design: sessions that concatenate each append's ids: concat:INNER_SPEC"),
-        AdapterEntry("faulty", "verify.selftest.engine:FaultyEngine", None,
+        AdapterEntry("faulty", "verify.engines.planted.faulty:FaultyEngine", None,
                      "", "faults planted on purpose (verify selftest): faulty:INNER_SPEC?kind=KIND&rate=R"),
     ]
     + THIRD_PARTY_ADAPTERS

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.adversarial.unicode.sweep import SweepResult
 from verify import atomic
 

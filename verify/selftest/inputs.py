@@ -29,7 +29,7 @@ MAX_TURN_CHARS = 4000  # long documents are no agent turn
 
 def changed_code_points(vocab: str, unicode_fault: str) -> np.ndarray:
     """Code points (surrogates excluded) whose class differs in the planted table."""
-    from verify.adversarial.unicode.table_faults import TableFault
+    from verify.engines.planted.unicode_tables import TableFault
 
     cls, _, table = unicode_fault.partition("@")
     changed = TableFault(vocab, cls, table).changed()

@@ -31,8 +31,8 @@ from verify.errors import UsageError
 from verify.findings import read_findings
 from verify.keys import input_key
 from verify.sample import Sample
-from verify.selftest.faults import TOKEN_KINDS, selected, token_table
-from verify.selftest.injector import DEFAULT_UNICODE_FAULT, KINDS, FaultConfig, FaultInjector
+from verify.engines.planted.faults import TOKEN_KINDS, selected, token_table
+from verify.engines.planted.injector import DEFAULT_UNICODE_FAULT, KINDS, FaultConfig, FaultInjector
 from verify.selftest.shadow_model import PAPER, shadow_figures
 
 BATCH = 64

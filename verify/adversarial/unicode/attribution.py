@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.adversarial.unicode.contexts import MAX_CP, whitespace_like_mask
 from verify.executors.base import Executor
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.adversarial.unicode.neighbours import NeighbourIndex
 from verify.adversarial.unicode.pattern_contexts import FOR_STABLE, FOR_UNASSIGNED, features, structural_contexts
 from verify.adversarial.unicode.contexts import CONTEXTS, Context, whitespace_like_mask

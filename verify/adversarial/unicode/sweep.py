@@ -31,7 +31,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.adversarial.unicode.attribution import declared_version, explain
 from verify.adversarial.unicode.contexts import MAX_CP, code_points
 from verify.adversarial.unicode.probes import ProbeSet, probe_set

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 
-from verify.adversarial.unicode.table_faults import KIND_CLASSES, TableFault, planted_engine
+from verify.engines.planted.unicode_tables import KIND_CLASSES, TableFault, planted_engine
 
 REFERENCES = {"cl100k_base": "tiktoken:cl100k_base", "o200k_base": "tiktoken:o200k_base",
               "p50k_base": "tiktoken:p50k_base", "deepseek-v3": "hf:deepseek-v3", "anthropic": "hf:anthropic",

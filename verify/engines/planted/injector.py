@@ -8,9 +8,9 @@ engine spec, the query string is the wrapper's. ``kind`` is one of ``KINDS``. ``
 (default 1) is the share of inputs faulted (decided per input key and ``seed``); the
 others get the inner engine's ids unchanged.
 
-- token kinds (``verify.selftest.faults``): substitute, delete, insert, boundary;
+- token kinds (``verify.engines.planted.faults``): substitute, delete, insert, boundary;
 - ``unicode``: the inner engine's vocabulary and pre-tokenizer pattern with one character
-  class taken from another Unicode table (``verify.adversarial.unicode.table_faults``; ``unicode=
+  class taken from another Unicode table (``verify.engines.planted.unicode_tables``; ``unicode=
   numbers@15.0.0`` by default): a selected input gets that engine's ids, which differ from
   the inner engine's only where the class change moves a boundary that matters;
 - ``history``: stateless encodes are correct; a session is correct until its transcript
@@ -33,7 +33,7 @@ import numpy as np
 from verify.token_diff import first_difference
 from verify.errors import ConfigError
 from verify.keys import input_key
-from verify.selftest.faults import TOKEN_KINDS, Injection, TokenTable, corrupt, selected
+from verify.engines.planted.faults import TOKEN_KINDS, Injection, TokenTable, corrupt, selected
 
 KINDS = TOKEN_KINDS + ("unicode", "history")
 ADAPTER = "faulty"
@@ -47,7 +47,7 @@ class FaultConfig:
     seed: int = 0
     after: int = 1000  # history: characters of transcript before the session goes wrong
     fault: str = "substitute"  # history: the token fault that corrupts it
-    unicode: str = DEFAULT_UNICODE_FAULT  # unicode: CLASS@TABLE (table_faults.TableFault kind and table)
+    unicode: str = DEFAULT_UNICODE_FAULT  # unicode: CLASS@TABLE (unicode_tables.TableFault kind and table)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -103,7 +103,7 @@ class FaultInjector:
         self.table = table
         self.planted = None
         if config.kind == "unicode":
-            from verify.adversarial.unicode.table_faults import TableFault, planted_engine
+            from verify.engines.planted.unicode_tables import TableFault, planted_engine
 
             if vocab is None:
                 raise ConfigError("a unicode fault needs an inner engine with a known vocabulary")

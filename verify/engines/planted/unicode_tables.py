@@ -23,7 +23,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from verify.adversarial.unicode import tables as ud
+from verify.unicode_tables import tables as ud
 from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities
 
 CLASS_CATEGORIES = {

@@ -8,7 +8,7 @@ engine's spec, the options are the fault's. It is no ``WrappedEngine``: its stat
 encodes are not its inner engine's, and it has sessions only for the history fault.
 
 It loads the inner engine, encodes with it, and passes each sample's ids through a
-``FaultInjector`` (``verify.selftest.injector``: kinds, options, what each injects). Its
+``FaultInjector`` (``verify.engines.planted.injector``: kinds, options, what each injects). Its
 token bytes come from the inner vocabulary's table, so the divergence records show the
 faulty pieces. ``history`` faults live in sessions only (``capabilities.sessions``);
 its stateless encodes are the inner engine's.
@@ -27,8 +27,8 @@ from verify.engines.base import Adapter, as_token_array
 from verify.engines.sessions import SessionUpdate
 from verify.keys import input_key
 from verify.sample import Sample, Segment
-from verify.selftest.faults import token_table
-from verify.selftest.injector import FaultInjector, config_from
+from verify.engines.planted.faults import token_table
+from verify.engines.planted.injector import FaultInjector, config_from
 
 
 class FaultyEngine(Adapter):
