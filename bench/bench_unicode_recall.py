@@ -35,8 +35,11 @@ def main() -> None:
         print(result.row(), flush=True)
         if args.misses and result.missed:
             print("  missed:", " ".join(f"U+{c:04X}" for c in result.missed[:40]))
-    print(f"\noverall: {found_share(results):.2%} of the observable changed code points found "
-          f"({sum(len(r.observable) for r in results)} observable in {len(results)} planted faults)")
+    share = found_share(results)
+    blind = [r for r in results if r.recall is None]
+    print(f"\noverall: {'n/a' if share is None else f'{share:.2%}'} of the observable changed code points found "
+          f"({sum(len(r.observable) for r in results)} observable in {len(results)} planted faults; "
+          f"{len(blind)} faults with nothing observable, not counted)")
 
 
 if __name__ == "__main__":

@@ -43,9 +43,18 @@ def test_the_sweep_reports_the_observable_changed_code_points(fault, packing, re
     special tokens); ``joined`` is what an engine without special tokens gets."""
     result = measure(fault, sample=60, contexts=150, reference=references[fault.vocab], packing=packing)
     assert result.changed > 0
+    assert result.observable, "a planted fault nothing reveals measures nothing: choose another class or table"
     assert result.recall >= 0.99, ([f"U+{c:04X}" for c in result.missed[:20]], result.by_context)
     assert result.extra == [], [f"U+{c:04X}" for c in result.extra[:20]]
     assert version_named(result), (result.version, result.tied)
+
+
+def test_recall_is_undefined_when_nothing_is_observable():
+    from verify.adversarial.unicode.table_recall import RecallResult, found_share
+
+    blind = RecallResult(TableFault("cl100k_base", "letters", "16.0.0"), changed=0, sampled=0, observable=[],
+                         found=[], missed=[], extra=[], version=None, seconds=0.0)
+    assert blind.recall is None and "n/a" in blind.row() and found_share([blind]) is None
 
 
 @pytest.mark.parametrize("vocab", sorted(REFERENCES))

@@ -1,4 +1,5 @@
-"""Build ``verify/unicode_tables/data/unicode_categories.json.gz`` from public Unicode data.
+"""Build ``verify/unicode_tables/data/unicode_categories.json.gz`` and
+``unicode_normalization.json.gz`` from public Unicode data.
 
     python -m tools.build_unicode_data [--work DIR] [--release X ...]
 
@@ -25,6 +26,13 @@ Output format (JSON, gzip):
 
 A run covers ``starts[i] .. starts[i+1]-1`` (the last one ends at U+10FFFF) and
 has category ``cats[2*i:2*i+2]``.
+
+The normalization file holds, per version, the NFC and NFKC form of every code point
+whose form is not itself, as a difference from the previous version (the oldest in
+full): ``{"format": 1, "source": ..., "versions": {"11.0.0": {"nfc": {CP: TEXT | null},
+"nfkc": {...}}, ...}}`` (a null: the code point maps to itself again). Composition data
+shows here too: a composite that a version adds gets an NFC form of its own code point
+only when it composes.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ import unicodedata
 from pathlib import Path
 
 DATA_PATH = Path(__file__).resolve().parents[1] / "verify" / "unicode_tables" / "data" / "unicode_categories.json.gz"
+NORMALIZATION_PATH = DATA_PATH.with_name("unicode_normalization.json.gz")
 
 # unicodedata2 release -> the Unicode version it carries (checked at build time).
 RELEASES = [
@@ -67,8 +76,17 @@ for cp in range(0x110000):
         n = u.name(ch, None)
         if n:
             names.append([cp, n])
+forms = {"nfc": {}, "nfkc": {}}
+for cp in range(0x110000):
+    if 0xD800 <= cp <= 0xDFFF:
+        continue
+    ch = chr(cp)
+    for form in ("NFC", "NFKC"):
+        n = u.normalize(form, ch)
+        if n != ch:
+            forms[form.lower()][cp] = n
 json.dump({"version": u.unidata_version, "module": u.__name__, "starts": starts, "cats": cats,
-           "names": names}, sys.stdout)
+           "names": names, "forms": forms}, sys.stdout)
 """
 
 _UCNHASH_STUB = """#ifndef UCNHASH_STUB_H
@@ -198,14 +216,29 @@ def build(releases: list[str], work: Path, out: Path = DATA_PATH) -> dict:
         starts = tables[v]["starts"]
         deltas = [starts[0]] + [b - a for a, b in zip(starts, starts[1:])]
         doc["versions"][v] = {"starts": deltas, "cats": "".join(tables[v]["cats"])}
+    _write_gz(out, doc)
+    normalization = {"format": 1, "source": doc["source"], "versions": {}}
+    previous: dict[str, dict] = {"nfc": {}, "nfkc": {}}
+    for v in versions:
+        entry = {}
+        for form in ("nfc", "nfkc"):
+            now = {int(cp): text for cp, text in tables[v]["forms"][form].items()}
+            before = previous[form]
+            entry[form] = {str(cp): now.get(cp) for cp in sorted(set(now) | set(before)) if now.get(cp) != before.get(cp)}
+            previous[form] = now
+        normalization["versions"][v] = entry
+    _write_gz(out.with_name(NORMALIZATION_PATH.name), normalization)
+    return doc
+
+
+def _write_gz(out: Path, doc: dict) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     payload = json.dumps(doc, separators=(",", ":"), ensure_ascii=True).encode()
     tmp = out.with_suffix(".tmp")
     with gzip.GzipFile(tmp, "wb", compresslevel=9, mtime=0) as fh:
         fh.write(payload)
     os.replace(tmp, out)
-    print(f"wrote {out} ({out.stat().st_size} bytes; versions {', '.join(versions)})", file=sys.stderr)
-    return doc
+    print(f"wrote {out} ({out.stat().st_size} bytes)", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ For one ``TableFault`` (the real reference with one class from another table): t
 code points whose class changed; a deterministic sample of them; which of those
 some context reveals at all (``observability``, a large random battery); and which
 the sweep reports when it sweeps the sample with its own probes. Recall is the
-share of the observable ones the sweep reports; ``extra`` are reported code points
+share of the observable ones the sweep reports -- undefined (None, printed "n/a") when
+no changed code point is observable: a fault nothing can reveal measures nothing, it
+does not score 100%. ``extra`` are reported code points
 the fault did not change (must be none), and ``version`` what the attribution
 named (must be the planted table).
 
@@ -43,13 +45,15 @@ class RecallResult:
     tied: list[str] = field(default_factory=list)
 
     @property
-    def recall(self) -> float:
-        return 1.0 if not self.observable else 1 - len(self.missed) / len(self.observable)
+    def recall(self) -> float | None:
+        """The share of the observable changed code points found; None when none is observable."""
+        return None if not self.observable else 1 - len(self.missed) / len(self.observable)
 
     def row(self) -> str:
         f = self.fault
+        recall = "n/a (nothing observable)" if self.recall is None else f"{self.recall:.1%}"
         return (f"| {f.vocab} | {f.kind} | {f.table} | {self.changed} | {self.sampled} | {len(self.observable)} | "
-                f"{len(self.found)} | {self.recall:.1%} | {len(self.extra)} | {self.version or '-'} "
+                f"{len(self.found)} | {recall} | {len(self.extra)} | {self.version or '-'} "
                 f"{'(tied: ' + ', '.join(self.tied) + ')' if len(self.tied) > 1 else ''} |")
 
 
@@ -108,10 +112,11 @@ def version_named(result: RecallResult) -> bool:
     return f.kind == "whitespace" or not result.found or f.table in {result.version, *result.tied}
 
 
-def found_share(results: list[RecallResult]) -> float:
+def found_share(results: list[RecallResult]) -> float | None:
+    """The share of every observable changed code point found; None when none was observable."""
     observable = sum(len(r.observable) for r in results)
     missed = sum(len(r.missed) for r in results)
-    return 1.0 if observable == 0 else 1 - missed / observable
+    return None if observable == 0 else 1 - missed / observable
 
 
 
