@@ -30,9 +30,12 @@ def default_triage(hunt: Hunt, job: JobOptions) -> object:
 
 
 def run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None = default_triage) -> RunResult:
-    """``triage``: the stage after the shards (None: none; a hunt with its own, such as shadow's,
-    passes it), run when ``job.minimize_budget_s`` is above 0."""
-    if triage is not None and job.minimize_budget_s > 0:
+    """``triage``: the stage after the shards -- None: none; the default (cluster and minimise)
+    only when ``job.minimize_budget_s`` is above 0; a hunt's own (shadow's, whose clusters are its
+    verdict) always, with the budget its hunt was given."""
+    if triage is default_triage and job.minimize_budget_s <= 0:
+        triage = None
+    if triage is not None:
         from verify.classify import load_tags
 
         load_tags()  # a bad adversarial/tags.toml fails before any work
@@ -43,7 +46,7 @@ def run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None = default_triage
     if result.empty:
         render_reports(job.out)
         raise CorpusError(result.empty)
-    if triage is not None and job.minimize_budget_s > 0:
+    if triage is not None:
         triage(hunt, job)
     result.manifest = render_reports(job.out)
     result.complete = result.manifest["complete"]

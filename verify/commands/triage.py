@@ -36,8 +36,19 @@ def run(args) -> int:
     options = engine_options(args)
     if (out / PLAN_FILE).is_file() and args.timeout is None:  # the run's own hang timeout
         options = options.with_(timeout_s=load_plan(out).options.get("timeout_s", options.timeout_s))
+    hunt = load_plan(out).hunt if (out / PLAN_FILE).is_file() else None
+    if hunt == "shadow":  # its clusters are judged against the known clusters and allowlist it was given
+        from verify.shadow.hunt import saved_triage_inputs, triage_out
+
+        known, allowlist = saved_triage_inputs(out)
+        report = triage_out(out, options, budget_s=args.minimize_budget, per_cluster=args.per_cluster, known=known,
+                            allowlist=allowlist)
+        render_reports(out)
+        c = report["counts"]
+        print(f"{c['clusters']} clusters ({c['new_clusters']} new) -> {out / 'clusters.json'}, {out / 'shadow.md'}")
+        return EXIT_OK
     summary = run_triage(out, engine=options, budget_s=args.minimize_budget, per_cluster=args.per_cluster)
-    if (out / PLAN_FILE).is_file():
+    if hunt is not None:
         render_reports(out)
     print(f"{summary.records} findings, {len(summary.clusters)} clusters, {summary.minimised} minimised "
           f"-> {out / 'clusters.json'}, {out / 'triage.jsonl'}")

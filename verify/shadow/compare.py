@@ -28,11 +28,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from verify.comparison import sample_size
 from verify.counts import Counts
-from verify.errors import ConfigError, UsageError
+from verify.errors import UsageError
 from verify.findings import Finding, describe_divergence, describe_failure
 from verify.keys import ids_digest
 from verify.outcome import Failure, Skipped, agree, is_ids, state_of
@@ -64,19 +64,16 @@ def parse_engine_mapping(values: Sequence[str]) -> dict[str | None, str]:
 
 
 class ReplayEngines:
-    """Production's tokenizers run here, started through the job's pool on first use."""
+    """Production's tokenizers run here. ``started``: the executors of the engines ``--engine``
+    names (started with the run's engines in every worker); a tokenizer no ``--engine`` covers
+    is replayed on the engines/*.toml engine of its name, started on first use from ``pool``
+    (a callable returning the worker's ``EnginePool``; None: never)."""
 
-    def __init__(self, pool, mapping: dict[str | None, str]):
-        self.pool = pool
+    def __init__(self, mapping: dict[str | None, str], started: Sequence = (), pool: Callable | None = None):
         self.mapping = mapping
-        self.used: dict[str, str] = {}  # tokenizer name -> spec started for it
-
-    def start_named(self) -> None:
-        """Start every engine ``--engine`` names now: one that cannot start is a configuration error."""
-        for spec in dict.fromkeys(self.mapping.values()):
-            executor = self.pool.try_get(spec)
-            if isinstance(executor, str):
-                raise ConfigError(f"--engine {spec}: cannot start: {executor}")
+        self.started = {ex.spec: ex for ex in started}
+        self.pool = pool
+        self.used: dict[str, str] = {}  # tokenizer name -> spec replayed for it
 
     def spec_for(self, name: str) -> str | None:
         if name in self.mapping:
@@ -94,11 +91,22 @@ class ReplayEngines:
         spec = self.spec_for(name)
         if spec is None:
             return NO_REPLAY
-        executor = self.pool.try_get(spec)
+        executor = self.started.get(spec)
+        if executor is None:
+            executor = self.pool().try_get(spec) if self.pool is not None else "not started"
         if not isinstance(executor, str):
             self.used[name] = spec
             return executor
         return f"{spec} cannot start here: {executor}"
+
+
+def mapping_to_json(mapping: dict[str | None, str]) -> list[list]:
+    """The mapping as plan options hold it: ``[[NAME or null, SPEC], ...]``."""
+    return [[name, spec] for name, spec in mapping.items()]
+
+
+def mapping_from_json(pairs: list[list]) -> dict[str | None, str]:
+    return {name: spec for name, spec in pairs}
 
 
 @dataclass

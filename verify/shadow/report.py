@@ -21,8 +21,6 @@ from verify.shadow.schema import parse_timestamp
 from verify import atomic
 
 REPORT_SCHEMA = "verify.shadow-report/1"
-MAX_REQUEST_IDS = 20
-MAX_LISTED_REQUESTS = 10_000
 MAX_SHOWN_IDS = 16
 MAX_MD_CLUSTERS = 30
 MAX_MD_TEXT = 160
@@ -33,16 +31,9 @@ FLAG_HINTS = {"special": "special-token look-alike near the difference (allow_sp
               "nfc": "normalisation-sensitive text (does production normalise?)"}
 
 
-def _seen(members: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    stamped = [(parse_timestamp(m["timestamp"]), m["timestamp"]) for m in members if m.get("timestamp")]
-    stamped = [s for s in stamped if s[0] is not None]
-    if not stamped:
-        return None, None
-    return min(stamped)[1], max(stamped)[1]
-
-
-def suspects(c: Cluster, members: list[dict[str, Any]]) -> list[str]:
-    """Suspected-cause tags: tags.toml rows, the signature's flags and boundary, what the records say."""
+def suspects(c: Cluster, facts) -> list[str]:
+    """Suspected-cause tags: tags.toml rows, the signature's flags and boundary, what the records say
+    (``facts``: ``verify.shadow.triage.Facts`` of the cluster's members)."""
     sig = c.signature
     out = list(c.tags)
     if c.kind == "bad-input":
@@ -54,9 +45,9 @@ def suspects(c: Cluster, members: list[dict[str, Any]]) -> list[str]:
     else:
         out.append("unlocated: production recorded only a digest (replay it with --engine to locate)")
     out += [FLAG_HINTS[f] for f in sig.get("flags", []) if f in FLAG_HINTS]
-    if any(m.get("vocab_matches_reference") is False for m in members):
+    if facts.vocab_differs:
         out.append("production's vocabulary is not the reference's (vocab_sha256 differs): check the deployment")
-    if any((m.get("session") or {}).get("turn") for m in members):
+    if facts.later_turns:
         out.append("session turns after the first (history-dependent: incremental tokenization across turns?)")
     return out
 
@@ -68,7 +59,7 @@ def _trim(window: Any) -> Any:
     return window
 
 
-def _reproducer(c: Cluster, outcome) -> dict[str, Any]:
+def _reproducer(c: Cluster, state) -> dict[str, Any]:
     if c.example is not None:
         block = c.example
         doc = {"minimized": True, "input": block["input"], "chars": block.get("chars"),
@@ -79,7 +70,7 @@ def _reproducer(c: Cluster, outcome) -> dict[str, Any]:
         if block.get("input_redacted"):
             doc["redacted"] = block["input_redacted"]
         return doc
-    doc = dict(outcome.reproducers.get(id(c)) or {"minimized": False, "why": "no input (bad records)"})
+    doc = dict(state.reproducer or {"minimized": False, "why": "no input (bad records)"})
     if "first_difference" in doc:
         doc["first_difference"] = {k: _trim(v) for k, v in doc["first_difference"].items()}
     return doc
@@ -87,36 +78,28 @@ def _reproducer(c: Cluster, outcome) -> dict[str, Any]:
 
 def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, outcome, known, allowlist,
                  redacted: bool, files: list[str], replay_engines: dict[str, str]) -> dict[str, Any]:
-    members = outcome.members
+    """``outcome``: ``verify.shadow.triage.TriageOutcome``; ``tokenizers``: (name, version, vocab_sha256)
+    -> records, confirmed, mismatched, unchecked."""
     rows = []
     kinds = {"ids": 0, "bad-input": 2}  # production's mismatches first, then reference failures, bad records
     order = sorted(outcome.clusters, key=lambda c: ({"new": 0, "known": 1, "allowlisted": 2}[
         outcome.cluster_status(c)["status"]], kinds.get(c.kind, 1), -c.count, c.key))
     for rank, c in enumerate(order, 1):
-        mine = [members[i] for i in c.members]
-        first, last = _seen(mine)
-        status = outcome.cluster_status(c)
+        state = outcome.state(c)
+        facts = state.facts
+        first, last = (facts.first[1] if facts.first else None), (facts.last[1] if facts.last else None)
+        status = state.status
         if status.get("first_seen") and (first is None or parse_timestamp(status["first_seen"]) < parse_timestamp(first)):
             first = status["first_seen"]
         rows.append({"rank": rank, "key": c.key, "engine": c.engine, "kind": c.kind, **status,
                      "count": c.count, "first_seen": first, "last_seen": last,
-                     "versions": sorted({m["version"] for m in mine if m.get("version")}),
-                     "request_ids": [m["request_id"] for m in mine[:MAX_REQUEST_IDS]],
-                     "digest_only": sum(1 for m in mine if m.get("digest_only")),
-                     "session_turns": sum(1 for m in mine if m.get("session")),
-                     "tags": c.tags, "suspects": suspects(c, mine), "cause": c.cause, "signature": c.signature,
-                     "reproducer": _reproducer(c, outcome)})
+                     "versions": sorted(facts.versions), "request_ids": list(facts.request_ids),
+                     "digest_only": facts.digest_only, "session_turns": facts.session_turns,
+                     "tags": c.tags, "suspects": suspects(c, facts), "cause": c.cause, "signature": c.signature,
+                     "reproducer": _reproducer(c, state)})
     for r in rows:  # clusters whose minimised reproducers coincide: likely one bug
         r["same_cause_as"] = [o["rank"] for o in rows if o is not r and r["cause"] and o["cause"] == r["cause"]]
-    by_index = {i: c for c in outcome.clusters for i in c.members}
-    failing = [{"request_id": m["request_id"], "timestamp": m["timestamp"], "version": m["version"],
-                "kind": outcome.light[i]["kind"], "cluster": by_index[i].key, "finding_key": m["finding_key"],
-                "status": outcome.cluster_status(by_index[i])["status"],
-                **({"session": m["session"]} if m.get("session") else {})}
-               for i, m in enumerate(members) if outcome.light[i]["kind"] != "bad-input"]
-    bad = [{"position": m["position"], "reason": m.get("reason"),
-            "cluster": by_index[i].key}
-           for i, m in enumerate(members) if outcome.light[i]["kind"] == "bad-input"]
+    failing, bad = outcome.mismatched, outcome.bad
     states = counts.states
     c_new = sum(1 for r in rows if r["status"] == "new")
     unaccepted = sum(r["count"] for r in rows if r["status"] != "allowlisted")
@@ -138,9 +121,9 @@ def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, 
                         **{k: t.get(k, 0) for k in ("records", "confirmed", "mismatched", "unchecked")}}
                        for (n, v, sha), t in sorted(tokenizers.items(), key=lambda kv: tuple(str(x) for x in kv[0]))],
         "clusters": rows,
-        "mismatched_requests": failing[:MAX_LISTED_REQUESTS],
-        "mismatched_requests_total": len(failing),
-        "bad_records": bad[:MAX_LISTED_REQUESTS],
+        "mismatched_requests": failing,  # the triage stage lists the first 10,000
+        "mismatched_requests_total": outcome.mismatched_total,
+        "bad_records": bad,
         "known_clusters": {"from": str(known.out) if known.out else None,
                            "not_seen": [{"engine": c.get("engine"), "key": c.get("key")} for c in previous]},
         "allowlist": allowlist.as_dict() if allowlist is not None else None,
