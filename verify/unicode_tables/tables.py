@@ -6,6 +6,8 @@ compact table that ``python -m tools.build_unicode_data`` writes.
     category_table(version)     -> uint8 array of 0x110000 category indices (CATEGORIES)
     assigned_in(cp)             -> first known version where cp is assigned (None: never)
     changed(v1, v2)             -> code points whose category differs, sorted int array
+    normal_form(form, version)  -> {cp: text} for every code point whose NFC/NFKC form is not itself
+    normalization_changed(form, v1, v2) -> code points whose NFC/NFKC form differs, sorted int array
     name(cp)                    -> character name (runtime unicodedata, else shipped), or None
     to_ranges(cps)              -> [[first, last], ...] inclusive ranges
 
@@ -26,6 +28,8 @@ from typing import Iterable
 import numpy as np
 
 DATA_PATH = Path(__file__).with_name("data") / "unicode_categories.json.gz"
+NORMALIZATION_PATH = DATA_PATH.with_name("unicode_normalization.json.gz")
+FORMS = ("nfc", "nfkc")
 MAX_CP = 0x10FFFF
 N_CP = 0x110000
 
@@ -134,6 +138,38 @@ def changed(v1: str, v2: str) -> np.ndarray:
     """Sorted code points whose general category differs between two versions."""
     a, b = category_table(_check_version(v1)), category_table(_check_version(v2))
     return np.flatnonzero(a != b)
+
+
+@lru_cache(maxsize=1)
+def _normalization_doc() -> dict:
+    with gzip.open(NORMALIZATION_PATH, "rt", encoding="ascii") as fh:
+        return json.load(fh)
+
+
+@lru_cache(maxsize=None)
+def normal_form(form: str, version: str | None = None) -> dict[int, str]:
+    """``{cp: text}``: the ``form`` (``nfc`` or ``nfkc``) of every code point of ``version`` whose
+    form is not the code point itself (the shipped table holds each version as changes from the
+    one before)."""
+    if form not in FORMS:
+        raise KeyError(f"unknown normal form {form!r} (known: {', '.join(FORMS)})")
+    v = _check_version(version)
+    table: dict[int, str] = {}
+    for known in sorted(_normalization_doc()["versions"], key=version_key):
+        for cp, text in _normalization_doc()["versions"][known][form].items():
+            if text is None:
+                table.pop(int(cp), None)
+            else:
+                table[int(cp)] = text
+        if known == v:
+            break
+    return table
+
+
+def normalization_changed(form: str, v1: str, v2: str) -> np.ndarray:
+    """Sorted code points whose ``form`` (nfc/nfkc) differs between two versions."""
+    a, b = normal_form(form, v1), normal_form(form, v2)
+    return np.asarray(sorted(cp for cp in set(a) | set(b) if a.get(cp) != b.get(cp)), dtype=np.int64)
 
 
 def changed_ranges(v1: str, v2: str) -> list[list[int]]:
