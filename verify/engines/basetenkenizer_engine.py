@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import added_token_bytes, cannot_load, has_byte_level_decoder, is_hub_id, vocab_token_bytes
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS, added_token_bytes, has_byte_level_decoder, tokenizer_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import build_encoding
 
 # Known vocabularies this adapter loads from local files here. ``anthropic``
@@ -31,38 +31,33 @@ from verify.vocab.tiktoken_family import build_encoding
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
 
-class BasetenkenizerEngine(Adapter):
+class BasetenkenizerEngine(VocabAdapter):
     adapter_name = "basetenkenizer"
     package = "basetenkenizer"
     capabilities = Capabilities(special_tokens=True, segments=True, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("tiktoken_safe", "encoding"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
-        from basetenkenizer import Tokenizer
-
+    def configure(self):
         safe = self.options.get("tiktoken_safe", True)
         if not isinstance(safe, bool):
             raise ConfigError(f"basetenkenizer option tiktoken_safe must be true or false, not {safe!r}")
         self.tiktoken_safe = safe
-        self.options["tiktoken_safe"] = safe
+        self.options["tiktoken_safe"] = safe  # the value in effect, recorded in the identity
+
+    def load(self, vocab):
+        from basetenkenizer import Tokenizer
 
         doc: str | None = None
-        if is_hub_id(target):
-            self.tokenizer = Tokenizer.from_model(target)  # needs a network
-            self.vocab_name = target
-        else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                from basetenkenizer.tiktoken import tiktoken_to_tokenizer_json
+        if vocab is None:
+            self.tokenizer = Tokenizer.from_model(self.target)  # the hub; needs a network
+        elif vocab.kind == "tiktoken":
+            from basetenkenizer.tiktoken import tiktoken_to_tokenizer_json
 
-                doc = tiktoken_to_tokenizer_json(build_encoding(vocab, self.options.get("encoding")))
-                self.tokenizer = Tokenizer.from_json_str(doc)
-            elif vocab.kind == "hf-json":
-                doc = Path(vocab.path).read_text(encoding="utf-8")
-                self.tokenizer = Tokenizer.from_file(str(vocab.path))
-            else:
-                raise cannot_load("basetenkenizer", vocab)
+            doc = tiktoken_to_tokenizer_json(build_encoding(vocab, self.options.get("encoding")))
+            self.tokenizer = Tokenizer.from_json_str(doc)
+        else:
+            doc = Path(vocab.path).read_text(encoding="utf-8")
+            self.tokenizer = Tokenizer.from_file(str(vocab.path))
         parsed = json.loads(doc) if doc is not None else {}
         self._added = added_token_bytes(parsed.get("added_tokens", []))
         self._byte_level = has_byte_level_decoder(parsed) if doc is not None else None
@@ -80,7 +75,4 @@ class BasetenkenizerEngine(Adapter):
         return self._encode([(seg.text, bool(seg.allow_special)) for seg in segments])
 
     def token_bytes(self, ids):
-        return vocab_token_bytes(
-            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False),
-            added=self._added, byte_level=bool(self._byte_level),
-        )
+        return tokenizer_token_bytes(self.tokenizer, ids, added=self._added, byte_level=bool(self._byte_level))

@@ -9,27 +9,24 @@ builds the encodings by name; it cannot load our resolver's files. Inputs of
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities
+from verify.engines.base import Capabilities
 from verify.engines.common import encode_with_tiktoken_api
-from verify.errors import ConfigError
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 # Loaded from the package's bundled data, not from our resolver's files.
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 
-class BpeOpenAIEngine(Adapter):
+class BpeOpenAIEngine(VocabAdapter):
     adapter_name = "bpe-openai"
     package = "bpe-openai"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(bundled=OFFLINE_VOCABS)  # the package's own copy: no hash of ours applies
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import bpe_openai
 
-        if target not in OFFLINE_VOCABS:
-            raise ConfigError(f"bpe-openai bundles only {', '.join(OFFLINE_VOCABS)}")
-        self.encoding = bpe_openai.build_encoding_from_name(target)
-        self.vocab_name = target  # the package's own copy; no hash of ours applies
+        self.encoding = bpe_openai.build_encoding_from_name(self.target)
 
     def encode_texts(self, texts, allow_special):
         return encode_with_tiktoken_api(self.encoding, texts, allow_special)

@@ -3,7 +3,8 @@
 Only logic that several adapters repeat word for word lives here: locating a
 tokenizer.json for a target, naming a tiktoken encoding, hashing a bundled ranks
 table, spelling tokens as bytes from a byte-level vocabulary, and turning engine
-output into token arrays.
+output into token arrays. (Resolving, checking and loading an adapter's
+vocabulary is ``verify.engines.vocab_loading``.)
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from verify.errors import ConfigError
 from verify.vocab import convert
 from verify.vocab.known import KNOWN_VOCABS
 from verify.vocab.resolver import ResolvedVocab, cache_dir
-from verify.vocab.tiktoken_family import build_encoding, encoding_name
+from verify.vocab.tiktoken_family import build_encoding, encoding_name, family_name
 from verify import atomic
 
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+
+# The vocabulary kinds ``tokenizer_json_path`` gives a tokenizer.json for.
+TOKENIZER_JSON_KINDS: tuple[str, ...] = ("tiktoken", "hf-json")
 
 
 # --- locating vocabularies ------------------------------------------------------
@@ -39,9 +43,11 @@ def is_hub_id(target: str) -> bool:
     return not is_local_target(target) and bool(HUB_ID.fullmatch(target))
 
 
-def cannot_load(adapter: str, vocab: ResolvedVocab) -> ConfigError:
-    """The error an adapter raises for a vocabulary kind it does not load."""
-    return ConfigError(f"{adapter} cannot load a '{vocab.kind}' vocabulary ({vocab.name})")
+def cannot_load(adapter: str, vocab: ResolvedVocab, loads: str = "") -> ConfigError:
+    """The error an adapter raises for a vocabulary kind it does not load; ``loads`` says
+    what it does load (``vocab_loading.Loads.describe``)."""
+    return ConfigError(f"{adapter} cannot load a '{vocab.kind}' vocabulary ({vocab.name})"
+                       + (f"; it loads {loads}" if loads else ""))
 
 
 def converted_tokenizer_json(encoding, vocab_sha256: str) -> Path:
@@ -65,16 +71,13 @@ def tokenizer_json_path(vocab: ResolvedVocab, options: dict, adapter: str) -> Pa
         return converted_tokenizer_json(build_encoding(vocab, options.get("encoding")), vocab.sha256)
     if vocab.kind == "hf-json":
         return Path(vocab.path)
-    raise cannot_load(adapter, vocab)
+    raise cannot_load(adapter, vocab, f"{' or '.join(TOKENIZER_JSON_KINDS)} vocabularies")
 
 
 def tiktoken_encoding_name(vocab: ResolvedVocab, options: dict) -> str:
     """The tiktoken encoding (split pattern and specials) for a ranks file:
     ``?encoding=`` or the known vocabulary's own; a bare ranks file needs the option."""
-    name = options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
-    if not name:
-        raise ConfigError(f"{vocab.path} is a bare ranks file: give ?encoding=NAME")
-    return name
+    return family_name(vocab, options.get("encoding"))
 
 
 def table_sha256(ranked) -> str:
@@ -132,6 +135,14 @@ def vocab_token_bytes(
         else:
             out.append(decode(i).encode())
     return out
+
+
+def tokenizer_token_bytes(tokenizer, ids, added: dict[int, bytes] | None = None,
+                          byte_level: bool | None = None) -> list[bytes]:
+    """``vocab_token_bytes`` through an HF-style tokenizer object (``id_to_token`` and
+    ``decode(ids, skip_special_tokens=False)``)."""
+    return vocab_token_bytes(ids, tokenizer.id_to_token, lambda i: tokenizer.decode([i], skip_special_tokens=False),
+                             added=added, byte_level=byte_level)
 
 
 # --- engine output to token arrays ---------------------------------------------

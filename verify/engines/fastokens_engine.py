@@ -12,40 +12,31 @@ Native ``encode_segments``.
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import (
-    added_token_bytes, cannot_load, is_hub_id, split_flat_buffers, tiktoken_encoding_name, vocab_token_bytes,
-)
-from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import family_definition
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS, added_token_bytes, split_flat_buffers, tokenizer_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
 
-class FastokensEngine(Adapter):
+class FastokensEngine(VocabAdapter):
     adapter_name = "fastokens"
     package = "fastokens"
     capabilities = Capabilities(special_tokens=True, segments=True, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         from fastokens import Tokenizer
 
-        if is_hub_id(target):
-            self.tokenizer = Tokenizer.from_model(target)  # needs a network
-            self.vocab_name = target
+        if vocab is None:
+            self.tokenizer = Tokenizer.from_model(self.target)  # the hub; needs a network
+        elif vocab.kind == "tiktoken":
+            _, family = self.tiktoken_family(vocab)
+            self.tokenizer = Tokenizer.from_tiktoken(
+                str(vocab.path), pattern=family["pat_str"], special_tokens=family["special_tokens"]
+            )
         else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                family = family_definition(tiktoken_encoding_name(vocab, self.options))
-                self.tokenizer = Tokenizer.from_tiktoken(
-                    str(vocab.path), pattern=family["pat_str"], special_tokens=family["special_tokens"]
-                )
-            elif vocab.kind == "hf-json":
-                self.tokenizer = Tokenizer.from_file(str(vocab.path))
-            else:
-                raise cannot_load("fastokens", vocab)
+            self.tokenizer = Tokenizer.from_file(str(vocab.path))
         self._added = added_token_bytes(self.tokenizer.added_tokens())
 
     def encode_texts(self, texts, allow_special):
@@ -60,7 +51,4 @@ class FastokensEngine(Adapter):
         return as_token_array(self.tokenizer.encode_segments([(s.text, bool(s.allow_special)) for s in segments]).ids)
 
     def token_bytes(self, ids):
-        return vocab_token_bytes(
-            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False),
-            added=self._added,
-        )
+        return tokenizer_token_bytes(self.tokenizer, ids, added=self._added)

@@ -13,10 +13,10 @@ compatibility layer refuses ``encode_ordinary`` on text holding one), so
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import cannot_load, is_hub_id, tiktoken_encoding_name
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import family_definition
 
 # p50k_base is refused by the engine ("ranks must be dense"); anthropic's NFKC
@@ -28,35 +28,29 @@ PRETOKENIZERS = {"cl100k_base": "cl100k", "o200k_base": "o200k", "p50k_base": "r
                  "gpt2": "gpt2"}
 
 
-class GigatokenEngine(Adapter):
+class GigatokenEngine(VocabAdapter):
     adapter_name = "gigatoken"
     package = "gigatoken"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    loads = Loads(kinds=(*TOKENIZER_JSON_KINDS, "sentencepiece"), hub=True, options=("encoding", "pretokenizer"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import gigatoken
 
-        if is_hub_id(target):
-            self.tokenizer = gigatoken.Tokenizer(target)  # needs a network
-            self.vocab_name = target
+        if vocab is None:
+            self.tokenizer = gigatoken.Tokenizer(self.target)  # the hub; needs a network
+        elif vocab.kind == "tiktoken":
+            name = self.tiktoken_encoding(vocab)
+            scheme = self.options.get("pretokenizer") or PRETOKENIZERS.get(name)
+            if scheme is None:
+                raise ConfigError(f"gigatoken has no pretokenizer for encoding '{name}'")
+            self.tokenizer = gigatoken.Tokenizer.from_tiktoken(
+                str(vocab.path), pretokenizer=scheme, special_tokens=family_definition(name)["special_tokens"]
+            )
+        elif vocab.kind == "hf-json":
+            self.tokenizer = gigatoken.Tokenizer(str(vocab.path))
         else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                name = tiktoken_encoding_name(vocab, self.options)
-                scheme = self.options.get("pretokenizer") or PRETOKENIZERS.get(name)
-                if scheme is None:
-                    raise ConfigError(f"gigatoken has no pretokenizer for encoding '{name}'")
-                self.tokenizer = gigatoken.Tokenizer.from_tiktoken(
-                    str(vocab.path), pretokenizer=scheme, special_tokens=family_definition(name)["special_tokens"]
-                )
-            elif vocab.kind == "hf-json":
-                self.tokenizer = gigatoken.Tokenizer(str(vocab.path))
-            elif vocab.kind == "sentencepiece":
-                self.tokenizer = gigatoken.Tokenizer.from_sentencepiece(str(vocab.path))
-            else:
-                raise cannot_load("gigatoken", vocab)
+            self.tokenizer = gigatoken.Tokenizer.from_sentencepiece(str(vocab.path))
         self._vocab: dict[int, bytes] | None = None
 
     def encode_texts(self, texts, allow_special):

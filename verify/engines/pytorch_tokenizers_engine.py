@@ -22,34 +22,33 @@ such a literal would encode to that id.
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import tiktoken_encoding_name, tokenizer_json_path
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import family_definition, load_ranks
+from verify.vocab.tiktoken_family import load_ranks
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 
 
-class PytorchTokenizersEngine(Adapter):
+class PytorchTokenizersEngine(VocabAdapter):
     adapter_name = "pytorch-tokenizers"
     package = "pytorch_tokenizers"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("backend", "encoding"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def configure(self):
+        self.backend = str(self.options.get("backend", "hf"))
+        if self.backend not in ("hf", "tiktoken"):
+            raise ConfigError(f"pytorch-tokenizers backend must be hf or tiktoken, not '{self.backend}'")
+
+    def load(self, vocab):
         import pytorch_tokenizers as ptt
 
-        backend = str(self.options.get("backend", "hf"))
-        if backend not in ("hf", "tiktoken"):
-            raise ConfigError(f"pytorch-tokenizers backend must be hf or tiktoken, not '{backend}'")
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        if backend == "tiktoken":
+        if self.backend == "tiktoken":
             if vocab.kind != "tiktoken":
                 raise ConfigError(f"backend=tiktoken needs a tiktoken ranks file, not '{vocab.kind}'")
-            name = tiktoken_encoding_name(vocab, self.options)
-            family = family_definition(name)
+            name, family = self.tiktoken_family(vocab)
             base = len(load_ranks(vocab))
             by_id = {i: s for s, i in family["special_tokens"].items()}
             if min(by_id) < base:
@@ -58,12 +57,10 @@ class PytorchTokenizersEngine(Adapter):
             self.tokenizer = ptt.CppTiktoken(family["pat_str"], specials, 0, 0)
             self.tokenizer.load(str(vocab.path))
         else:
-            path = tokenizer_json_path(vocab, self.options, "pytorch-tokenizers")
+            path = self.tokenizer_json(vocab)
             self.tokenizer = ptt.CppHFTokenizer()
-            try:
+            with self.refusing(RuntimeError):
                 self.tokenizer.load(str(path))
-            except RuntimeError as exc:
-                raise ConfigError(f"pytorch-tokenizers refuses {vocab.name}: {exc}") from exc
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).

@@ -15,33 +15,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.engines.base import Adapter, Capabilities
+from verify.engines.base import Capabilities
 from verify.engines.common import split_by_offsets, table_sha256
-from verify.errors import ConfigError
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 
-class QuicktokEngine(Adapter):
+class QuicktokEngine(VocabAdapter):
     adapter_name = "quicktok"
     package = "quicktok-v1"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(bundled=OFFLINE_VOCABS, options=("data_dir", "threads"),
+                  hint="give ?data_dir= for an imported encoding")
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def locate(self, target):
+        if str(self.options.get("data_dir", "")):  # an encoding imported there: any name it has
+            return self.by_name(target)
+        return super().locate(target)
+
+    def load(self, vocab):
         import quicktok
 
-        data_dir = str(self.options.get("data_dir", ""))
-        if not data_dir and target not in OFFLINE_VOCABS:
-            raise ConfigError(f"quicktok has no bundled vocabulary '{target}' we compare (have: cl100k_base, "
-                              "o200k_base); give ?data_dir= for an imported encoding")
-        try:
-            self.tokenizer = quicktok.Tokenizer(target, data_dir)
-        except RuntimeError as exc:
-            raise ConfigError(f"quicktok cannot load '{target}': {exc}") from exc
-        self.vocab_name = target
+        with self.refusing(RuntimeError):
+            self.tokenizer = quicktok.Tokenizer(self.target, str(self.options.get("data_dir", "")))
         self.vocab_sha256 = table_sha256(self._ranked())
-        self._threads = int(self.options.get("threads", 1))
+        self._threads = self.int_option("threads", 1)
 
     def _ranked(self):
         # token_byte_values() is sorted by bytes (as tiktoken's is), not by rank.

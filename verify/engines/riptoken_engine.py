@@ -7,28 +7,23 @@ resolver, the split pattern and special tokens from tiktoken's definitions.
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import cannot_load, tiktoken_encoding_name
-from verify.vocab.resolver import resolve_vocab
-from verify.vocab.tiktoken_family import family_definition, load_ranks
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.vocab_loading import Loads, VocabAdapter
+from verify.vocab.tiktoken_family import load_ranks
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 
 
-class RiptokenEngine(Adapter):
+class RiptokenEngine(VocabAdapter):
     adapter_name = "riptoken"
     package = "riptoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(kinds=("tiktoken",), options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import riptoken
 
-        vocab = resolve_vocab(target)
-        if vocab.kind != "tiktoken":
-            raise cannot_load("riptoken", vocab)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        family = family_definition(tiktoken_encoding_name(vocab, self.options))
+        _, family = self.tiktoken_family(vocab)
         self._specials = set(family["special_tokens"])
         self.bpe = riptoken.CoreBPE(load_ranks(vocab), family["special_tokens"], family["pat_str"])
 

@@ -8,26 +8,21 @@ No BOS/EOS are added. SentencePiece never parses control tokens (``<s>``,
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import cannot_load
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("mistral-spm-v1", "mistral-spm-v3")
 
 
-class SentencePieceEngine(Adapter):
+class SentencePieceEngine(VocabAdapter):
     adapter_name = "sentencepiece"
     package = "sentencepiece"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    loads = Loads(kinds=("sentencepiece",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import sentencepiece
 
-        vocab = resolve_vocab(target)
-        if vocab.kind != "sentencepiece":
-            raise cannot_load("sentencepiece", vocab)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
         self.processor = sentencepiece.SentencePieceProcessor(model_file=str(vocab.path))
 
     def encode_texts(self, texts, allow_special):

@@ -14,30 +14,25 @@ The engine never downloads. It has no switch to treat added tokens as text:
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities
-from verify.engines.common import split_flat_buffers, tokenizer_json_path, vocab_token_bytes
-from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities
+from verify.engines.common import TOKENIZER_JSON_KINDS, split_flat_buffers, tokenizer_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("deepseek-v3",)
 
 
-class SnaptokensEngine(Adapter):
+class SnaptokensEngine(VocabAdapter):
     adapter_name = "snaptokens"
     package = "snaptokens"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         from snaptokens import Tokenizer
 
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        path = tokenizer_json_path(vocab, self.options, "snaptokens")
-        try:
+        path = self.tokenizer_json(vocab)
+        with self.refusing(ValueError):
             self.tokenizer = Tokenizer.from_file(str(path))
-        except ValueError as exc:
-            raise ConfigError(f"snaptokens refuses {vocab.name}: {exc}") from exc
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).
@@ -47,6 +42,4 @@ class SnaptokensEngine(Adapter):
         return split_flat_buffers(ids, offsets, len(texts))
 
     def token_bytes(self, ids):
-        return vocab_token_bytes(
-            ids, self.tokenizer.id_to_token, lambda i: self.tokenizer.decode([i], skip_special_tokens=False)
-        )
+        return tokenizer_token_bytes(self.tokenizer, ids)

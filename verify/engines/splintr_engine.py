@@ -25,48 +25,42 @@ every special (``encode_with_special``).
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import cannot_load
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import family_definition
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3")
 
 
-def _truthy(value) -> bool:
-    return str(value).lower() in ("1", "true", "yes", "on")
-
-
-class SplintrEngine(Adapter):
+class SplintrEngine(VocabAdapter):
     adapter_name = "splintr"
     package = "splintr-rs"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("pretrained", "pcre2", "encoding"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def locate(self, target):
+        if self.flag_option("pretrained"):  # its compiled-in vocabulary: no file of ours, no hash
+            return self.by_name(target)
+        return super().locate(target)
+
+    def load(self, vocab):
         import splintr
 
         patterns = {"cl100k_base": splintr.CL100K_BASE_PATTERN, "o200k_base": splintr.O200K_BASE_PATTERN}
-        if _truthy(self.options.get("pretrained", False)):
-            self.tokenizer = splintr.Tokenizer.from_pretrained(target)
-            self.vocab_name = target
+        if vocab is None:
+            self.tokenizer = splintr.Tokenizer.from_pretrained(self.target)
+        elif vocab.kind == "tiktoken":
+            name = self.tiktoken_encoding(vocab)
+            if name not in patterns:
+                raise ConfigError(f"splintr has no split pattern for encoding '{name}' (have: cl100k_base, "
+                                  "o200k_base)")
+            specials = family_definition(name)["special_tokens"]
+            self.tokenizer = splintr.Tokenizer(str(vocab.path), patterns[name], specials)
         else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            if vocab.kind == "tiktoken":
-                name = self.options.get("encoding") or (vocab.spec.tiktoken_encoding if vocab.spec else None)
-                if name not in patterns:
-                    raise ConfigError(f"splintr has no split pattern for encoding '{name}' (have: cl100k_base, "
-                                      "o200k_base)")
-                self.tokenizer = splintr.Tokenizer(
-                    str(vocab.path), patterns[name], family_definition(name)["special_tokens"]
-                )
-            elif vocab.kind == "hf-json":
-                self.tokenizer = splintr.from_json(str(vocab.path))
-            else:
-                raise cannot_load("splintr", vocab)
-        if _truthy(self.options.get("pcre2", False)):
+            self.tokenizer = splintr.from_json(str(vocab.path))
+        if self.flag_option("pcre2"):
             self.tokenizer = self.tokenizer.pcre2(True)
 
     def encode_texts(self, texts, allow_special):

@@ -9,31 +9,28 @@ No BOS/EOS are added.
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array, package_version
-from verify.engines.common import cannot_load
+from verify.engines.base import Capabilities, as_token_array, package_version
 from verify.engines.tiktoken_engine import MEASURED_UNICODE
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("tekken", "tekken_240718")
 
 
-class TekkenEngine(Adapter):
+class TekkenEngine(VocabAdapter):
     adapter_name = "tekken"
     package = "mistral-common"
     # Tekkenizer splits with tiktoken's regex engine: the same character tables.
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True,
                                 unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
+    # A tekken.json given as a path reads as "hf-json" (the resolver goes by its suffix).
+    loads = Loads(kinds=("tekken-json", "hf-json"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
-        vocab = resolve_vocab(target)
-        if vocab.kind not in ("tekken-json", "hf-json"):
-            raise cannot_load("tekken", vocab)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        self.tokenizer = Tekkenizer.from_file(str(vocab.path))
+        with self.refusing(KeyError, ValueError):  # a tokenizer.json that is no Tekken file
+            self.tokenizer = Tekkenizer.from_file(str(vocab.path))
         self._keep = SpecialTokenPolicy.KEEP
 
     def encode_texts(self, texts, allow_special):

@@ -2,7 +2,8 @@
 
 Each adapter module also carries ``OFFLINE_VOCABS``: the known vocabulary names
 it can load without a network here (an empty tuple means it loads from the hub
-only). ``verify engines`` reads it.
+only). ``verify engines`` reads it. What an adapter loads and which ``?options``
+it takes are its class's ``loads`` (``verify.engines.vocab_loading.Loads``).
 """
 
 from verify.engines.registry_entry import AdapterEntry

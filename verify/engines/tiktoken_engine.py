@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.engines.base import TOKEN_DTYPE, Adapter, Capabilities, package_version
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import TOKEN_DTYPE, Capabilities, package_version
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.vocab.tiktoken_family import build_encoding
 
 
@@ -17,18 +17,15 @@ from verify.vocab.tiktoken_family import build_encoding
 MEASURED_UNICODE = {"0.14.0": "16.0.0"}
 
 
-class TiktokenEngine(Adapter):
+class TiktokenEngine(VocabAdapter):
     adapter_name = "tiktoken"
     package = "tiktoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True,
                                 unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
+    loads = Loads(kinds=("tiktoken",), options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
+    def load(self, vocab):
         self.encoding = build_encoding(vocab, self.options.get("encoding"))
-        self._special_bytes = {i: s.encode() for s, i in self.encoding._special_tokens.items()}
 
     def encode_texts(self, texts, allow_special):
         # One call per text: tiktoken's *_batch helpers go through a thread pool even

@@ -11,29 +11,26 @@ tokie has no switch for special-token literals (added tokens always match), so
 
 from __future__ import annotations
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import is_hub_id, tokenizer_json_path
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
 
-class TokieEngine(Adapter):
+class TokieEngine(VocabAdapter):
     adapter_name = "tokie"
     package = "tokie"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import tokie
 
-        if is_hub_id(target):
-            self.tokenizer = tokie.Tokenizer.from_pretrained(target)  # needs a network
-            self.vocab_name = target
-            return
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        self.tokenizer = tokie.Tokenizer.from_json(str(tokenizer_json_path(vocab, self.options, "tokie")))
+        if vocab is None:
+            self.tokenizer = tokie.Tokenizer.from_pretrained(self.target)  # the hub; needs a network
+        else:
+            self.tokenizer = tokie.Tokenizer.from_json(str(self.tokenizer_json(vocab)))
 
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).

@@ -46,10 +46,10 @@ import shutil
 from pathlib import Path
 
 from verify.engines import toktier_gpu as gpu
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import HUB_ID, is_local_target, tokenizer_json_path
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import HUB_ID, TOKENIZER_JSON_KINDS, is_local_target
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError, EngineUnavailableError, VerifyError
-from verify.vocab.resolver import resolve_vocab
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
@@ -61,20 +61,22 @@ DEVICES = ("cpu", "auto", "cuda")
 REFERENCE_ROUTES = {"hf"}
 
 
-class ToktierEngine(Adapter):
+class ToktierEngine(VocabAdapter):
     adapter_name = "toktier"
     package = "toktier"
     capabilities = Capabilities(special_tokens=False, segments=False, decode=False, sessions=True)
     gpu_capabilities = dataclasses.replace(capabilities, device="cuda")  # device=cuda: the GPU route
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True,
+                  options=("policy", "device", "batch", "family", "gpu_delivery", "gpu_min_bytes", "patch", "store",
+                           "encoding"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def open(self, target: str) -> None:
         try:
-            self._load(target)
+            super().open(target)
         except VerifyError as exc:  # say which engine: a run loads several
             raise type(exc)(f"{self.spec}: {exc}") from None
 
-    def _load(self, target: str) -> None:
+    def configure(self) -> None:
         import toktier
 
         device = str(self.options.get("device", "cpu")).lower()
@@ -88,31 +90,39 @@ class ToktierEngine(Adapter):
         if "family" in self.options and not self.on_gpu:
             raise ConfigError("family= names the GPU kernel family; it needs device=cuda")
         kwargs: dict = {"device": device}
-        local = is_local_target(target)
         if self.on_gpu:
             self.capabilities = self.gpu_capabilities  # an instance attribute shadows the class default
-            kwargs.update(self._gpu_kwargs(local))
+            kwargs.update(self._gpu_kwargs(is_local_target(self.target)))
         else:
             kwargs.update({k: self.options[k] for k in ("gpu_delivery", "gpu_min_bytes") if k in self.options})
         if self.options.get("store"):  # toktier's persistent session store (bound at load)
             kwargs["store"] = str(Path(str(self.options["store"])).expanduser())
         policy = self.options.get("policy")
         if policy is not None:
+            policies = [p.value for p in toktier.RoutingPolicy]
+            if str(policy).lower() not in policies:
+                raise ConfigError(f"policy must be one of {', '.join(policies)}, not '{policy}'")
             kwargs["policy"] = toktier.RoutingPolicy(str(policy).lower())
+        self._kwargs = kwargs
 
+    def locate(self, target: str):
+        if not is_local_target(target) and _FAMILY_ID.fullmatch(target):  # a toktier family id, by name
+            return self.by_name(target)
+        return super().locate(target)
+
+    def load(self, vocab) -> None:
+        import toktier
         from toktier.errors import ToktierError
 
         try:
-            if not local and HUB_ID.fullmatch(target):
-                self.tokenizer = toktier.from_pretrained(target, **kwargs)  # needs a network
-                self.vocab_name = target
-            elif not local and _FAMILY_ID.fullmatch(target):
-                self.tokenizer = toktier.load(target, **kwargs)  # toktier's own artifact cache / network
-                self.vocab_name = target
+            if vocab is None and HUB_ID.fullmatch(self.target):
+                self.tokenizer = toktier.from_pretrained(self.target, **self._kwargs)  # needs a network
+            elif vocab is None:
+                self.tokenizer = toktier.load(self.target, **self._kwargs)  # toktier's own artifact cache / network
             else:
-                path = self._local_tokenizer_json(target)
+                path = self.tokenizer_json(vocab)
                 family = self.options["family"] if self.on_gpu else "verify-" + (self.vocab_name or path.name)
-                self.tokenizer = _load_local(path, family, kwargs)
+                self.tokenizer = _load_local(path, family, self._kwargs)
             self._baseline: dict[str, dict[str, int]] = {}
             if self.on_gpu:
                 self._warm_up()
@@ -147,11 +157,6 @@ class ToktierEngine(Adapter):
         self._baseline = {"executions": dict((full.get("runtime_policy") or {}).get("execution_counts") or {}),
                           "fallbacks": dict(full.get("fallback_counts") or {})}
 
-    def _local_tokenizer_json(self, target: str) -> Path:
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        return tokenizer_json_path(vocab, self.options, "toktier")
-
     def encode_texts(self, texts, allow_special):
         # allow_special is not honoured: toktier always matches added tokens
         # (capabilities.special_tokens=False declares it).
@@ -164,8 +169,7 @@ class ToktierEngine(Adapter):
         ``append_patch``."""
         from verify.engines.toktier_sessions import ToktierSession
 
-        patch = str(self.options.get("patch", "false")).lower() in ("1", "true", "yes")
-        return ToktierSession(self.tokenizer, patch=patch, state=state)
+        return ToktierSession(self.tokenizer, patch=self.flag_option("patch"), state=state)
 
     def route_report(self) -> dict:
         """What toktier's ``explain()`` says about the route the last request took."""

@@ -17,30 +17,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from verify.engines.base import Adapter, Capabilities
+from verify.engines.base import Capabilities
 from verify.engines.common import split_by_offsets, table_sha256
-from verify.errors import ConfigError
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 
 
-class ToktokEngine(Adapter):
+class ToktokEngine(VocabAdapter):
     adapter_name = "toktok"
     package = "toktok-rs"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(bundled=OFFLINE_VOCABS, options=("threads",))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import toktok
-        from toktok._toktok import BUILTIN_ENCODINGS
 
-        if target not in OFFLINE_VOCABS:
-            known = ", ".join(b for b in BUILTIN_ENCODINGS if b in OFFLINE_VOCABS)
-            raise ConfigError(f"toktok has no bundled vocabulary '{target}' that we can compare (have: {known})")
-        self.tokenizer = toktok._encoding(target)
-        self.vocab_name = target
+        self.tokenizer = toktok._encoding(self.target)
         self.vocab_sha256 = table_sha256(enumerate(self.tokenizer.token_byte_values()))  # indexed by id
-        self._threads = int(self.options.get("threads", 1))
+        self._threads = self.int_option("threads", 1)
 
     def encode_texts(self, texts, allow_special):
         if not texts:

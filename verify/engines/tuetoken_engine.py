@@ -19,39 +19,33 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
-from verify.engines.common import added_token_bytes, is_hub_id, tokenizer_json_path, vocab_token_bytes
-from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.common import TOKENIZER_JSON_KINDS, added_token_bytes, vocab_token_bytes
+from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
 
 _SCHEMES = {"none": 0, "always": 1, "first": 2}
 
 
-class TuetokenEngine(Adapter):
+class TuetokenEngine(VocabAdapter):
     adapter_name = "tuetoken"
     package = "tuetoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding", "threads"))
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import tuetoken
 
-        if is_hub_id(target):
+        if vocab is None:
             from huggingface_hub import hf_hub_download
 
-            path = Path(hf_hub_download(target, "tokenizer.json"))  # needs a network
-            self.vocab_name = target
+            path = Path(hf_hub_download(self.target, "tokenizer.json"))  # the hub; needs a network
         else:
-            vocab = resolve_vocab(target)
-            self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-            path = tokenizer_json_path(vocab, self.options, "tuetoken")
-        try:
+            path = self.tokenizer_json(vocab)
+        with self.refusing(Exception):  # the engine fails closed on what it cannot reproduce
             self.auto = tuetoken.AutoTokenizer.from_file(str(path))
             self.core = tuetoken.Tokenizer(str(path))
-        except Exception as exc:  # the engine fails closed on what it cannot reproduce
-            raise ConfigError(f"tuetoken refuses {path}: {exc}") from exc
         added = json.loads(Path(path).read_text(encoding="utf-8")).get("added_tokens") or []
         self._added = added_token_bytes(added)
         plain = [a for a in added if not a.get("special", False)]
@@ -62,7 +56,7 @@ class TuetokenEngine(Adapter):
                 [a["content"] for a in plain], [int(a["id"]) for a in plain],
                 [bool(a.get("lstrip", False)) for a in plain], [bool(a.get("rstrip", False)) for a in plain], scheme,
             )
-        self._threads = int(self.options.get("threads", 1))
+        self._threads = self.int_option("threads", 1)
 
     def encode_texts(self, texts, allow_special):
         if allow_special:

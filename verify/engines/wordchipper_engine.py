@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verify.engines.base import Adapter, Capabilities, as_token_array
+from verify.engines.base import Capabilities, as_token_array
+from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
-from verify.vocab.resolver import resolve_vocab
 from verify.vocab.tiktoken_family import load_ranks
 from verify import atomic
 
@@ -35,28 +35,25 @@ def wordchipper_cache_file(name: str) -> Path:
     return base / "openai" / name / f"{name}.tiktoken"
 
 
-class WordchipperEngine(Adapter):
+class WordchipperEngine(VocabAdapter):
     adapter_name = "wordchipper"
     package = "wordchipper"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    # only its pretrained encodings, each staged from our hash-checked ranks file
+    loads = Loads(kinds=("tiktoken",), bundled=OFFLINE_VOCABS)
 
-    def __init__(self, target, options=None, spec=None):
-        super().__init__(target, options, spec)
+    def load(self, vocab):
         import wordchipper
 
-        if target not in OFFLINE_VOCABS:
-            raise ConfigError(f"wordchipper loads only its pretrained encodings ({', '.join(OFFLINE_VOCABS)})")
-        vocab = resolve_vocab(target)
-        self.vocab_name, self.vocab_sha256 = vocab.name, vocab.sha256
-        cached = wordchipper_cache_file(target)
+        cached = wordchipper_cache_file(vocab.name)
         if not cached.is_file() or cached.stat().st_size == 0:
             cached.parent.mkdir(parents=True, exist_ok=True)
             atomic.write_bytes(cached, Path(vocab.path).read_bytes())
-        self.tokenizer = wordchipper.Tokenizer.from_pretrained(target)
+        self.tokenizer = wordchipper.Tokenizer.from_pretrained(vocab.name)
         expected = len(load_ranks(vocab))
         if self.tokenizer.vocab_size != expected:
             raise ConfigError(
-                f"wordchipper loaded {self.tokenizer.vocab_size} tokens for {target}, expected {expected}: "
+                f"wordchipper loaded {self.tokenizer.vocab_size} tokens for {vocab.name}, expected {expected}: "
                 f"its cached file {cached} is not the published vocabulary"
             )
         self._all = wordchipper.SpecialFilter.include_all()
