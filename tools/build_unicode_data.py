@@ -29,10 +29,12 @@ has category ``cats[2*i:2*i+2]``.
 
 The normalization file holds, per version, the NFC and NFKC form of every code point
 whose form is not itself, as a difference from the previous version (the oldest in
-full): ``{"format": 1, "source": ..., "versions": {"11.0.0": {"nfc": {CP: TEXT | null},
-"nfkc": {...}}, ...}}`` (a null: the code point maps to itself again). Composition data
-shows here too: a composite that a version adds gets an NFC form of its own code point
-only when it composes.
+full), and the primary composites canonical composition forms (``[first, second,
+composite]``; the oldest version in full, then ``added``/``removed``): ``{"format": 1,
+"source": ..., "versions": {"11.0.0": {"nfc": {CP: TEXT | null}, "nfkc": {...},
+"compositions": {"added": [...], "removed": [...]}}, ...}}`` (a null: the code point maps to
+itself again). A single code point's NFC form never changes between versions; what
+composition data a version adds shows in ``compositions``.
 """
 
 from __future__ import annotations
@@ -85,8 +87,20 @@ for cp in range(0x110000):
         n = u.normalize(form, ch)
         if n != ch:
             forms[form.lower()][cp] = n
+compositions = []  # primary composites: [first, second, composite] that canonical composition forms
+for cp in range(0x110000):
+    # Hangul syllables compose algorithmically in every version (and some unicodedata2
+    # releases report their decompositions while others do not): left out
+    if 0xD800 <= cp <= 0xDFFF or 0xAC00 <= cp <= 0xD7A3:
+        continue
+    d = u.decomposition(chr(cp))
+    if not d or d.startswith("<"):
+        continue
+    parts = [int(x, 16) for x in d.split()]
+    if len(parts) == 2 and u.normalize("NFC", chr(parts[0]) + chr(parts[1])) == chr(cp):
+        compositions.append([parts[0], parts[1], cp])
 json.dump({"version": u.unidata_version, "module": u.__name__, "starts": starts, "cats": cats,
-           "names": names, "forms": forms}, sys.stdout)
+           "names": names, "forms": forms, "compositions": compositions}, sys.stdout)
 """
 
 _UCNHASH_STUB = """#ifndef UCNHASH_STUB_H
@@ -219,8 +233,11 @@ def build(releases: list[str], work: Path, out: Path = DATA_PATH) -> dict:
     _write_gz(out, doc)
     normalization = {"format": 1, "source": doc["source"], "versions": {}}
     previous: dict[str, dict] = {"nfc": {}, "nfkc": {}}
+    composed: set[tuple[int, int, int]] = set()
     for v in versions:
-        entry = {}
+        now_composed = {tuple(c) for c in tables[v]["compositions"]}
+        entry = {"compositions": {"added": sorted(now_composed - composed), "removed": sorted(composed - now_composed)}}
+        composed = now_composed
         for form in ("nfc", "nfkc"):
             now = {int(cp): text for cp, text in tables[v]["forms"][form].items()}
             before = previous[form]

@@ -50,8 +50,15 @@ def run(args) -> int:
     for spec, why in not_loaded.items():
         print(f"{spec}: not loaded ({why})", file=sys.stderr)
     for result in results:
-        version = f", tables match Unicode {result.unicode_version} ({result.explained:.0%} explained)" \
-            if result.count and result.unicode_version else ""
+        n = result.normalization
+        if result.count and n and result.version_basis.startswith(n["name"]):
+            version = f", normalization: {n['name']} vs the reference's {n['form']} data of Unicode " \
+                      f"{n['reference_unicode_version']} ({result.explained:.0%} explained)"
+        elif result.count and result.unicode_version:
+            version = f", tables match Unicode {result.unicode_version} ({result.explained:.0%} explained)" + \
+                (f"; the rest: {n['name']}" if n else "")
+        else:
+            version = ""
         print(f"{result.candidate}: {result.count} mismatching code points in {len(result.mismatched)} ranges"
               f"{version}")
     out = job.out

@@ -66,6 +66,11 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
         if r.count:
             if r.count == sum(b - a + 1 for a, b in r.whitespace):
                 lines.append("- Unicode tables: not implicated (every mismatch is a whitespace-like code point)")
+            elif r.normalization and r.version_basis.startswith(r.normalization["name"]):
+                n = r.normalization
+                lines.append(f"- normalization: candidate **{n['name']}** vs reference {n['form']} data of Unicode "
+                             f"{n['reference_unicode_version']} ({n['basis']}); explains {n['explained']:,} of the "
+                             f"{n['of']:,} mismatches that are not whitespace-like -- not the character tables")
             elif r.unicode_version:
                 others = [v for v in r.tied_versions if v != r.unicode_version]
                 tie = f" (equally well: {', '.join(others)})" if others else ""
@@ -74,6 +79,9 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
                              f"{r.explained:.1%} of the mismatches")
             else:
                 lines.append(f"- Unicode tables: no version explains the mismatches ({r.version_basis})")
+            if r.normalization and not r.version_basis.startswith(r.normalization["name"]):
+                n = r.normalization
+                lines.append(f"- normalization: the rest, {n['explained']:,} code points, by {n['name']}")
             ws = ", ".join(_fmt_cp(a) if a == b else f"{_fmt_cp(a)}..{_fmt_cp(b)}" for a, b in r.whitespace)
             lines.append(f"- whitespace-definition mismatches: {ws or 'none'}")
             if r.unexplained:

@@ -30,6 +30,7 @@ import numpy as np
 DATA_PATH = Path(__file__).with_name("data") / "unicode_categories.json.gz"
 NORMALIZATION_PATH = DATA_PATH.with_name("unicode_normalization.json.gz")
 FORMS = ("nfc", "nfkc")
+NO_NORMALIZATION = "none"  # a "version" of normalization data: an engine that does not normalize
 MAX_CP = 0x10FFFF
 N_CP = 0x110000
 
@@ -44,7 +45,8 @@ CN = 0
 
 
 def version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
+    """Sorts versions; ``none`` (no normalization data at all) before every version."""
+    return (-1,) if v == NO_NORMALIZATION else tuple(int(x) for x in v.split("."))
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +155,8 @@ def normal_form(form: str, version: str | None = None) -> dict[int, str]:
     one before)."""
     if form not in FORMS:
         raise KeyError(f"unknown normal form {form!r} (known: {', '.join(FORMS)})")
+    if version == NO_NORMALIZATION:
+        return {}
     v = _check_version(version)
     table: dict[int, str] = {}
     for known in sorted(_normalization_doc()["versions"], key=version_key):
@@ -164,6 +168,29 @@ def normal_form(form: str, version: str | None = None) -> dict[int, str]:
         if known == v:
             break
     return table
+
+
+@lru_cache(maxsize=None)
+def compositions(version: str | None = None) -> frozenset[tuple[int, int, int]]:
+    """The primary composites of ``version``: ``(first, second, composite)`` that canonical
+    composition (NFC, NFKC) forms."""
+    if version == NO_NORMALIZATION:
+        return frozenset()
+    v = _check_version(version)
+    found: set[tuple[int, int, int]] = set()
+    for known in sorted(_normalization_doc()["versions"], key=version_key):
+        entry = _normalization_doc()["versions"][known].get("compositions") or {}
+        found |= {tuple(c) for c in entry.get("added", [])}
+        found -= {tuple(c) for c in entry.get("removed", [])}
+        if known == v:
+            break
+    return frozenset(found)
+
+
+def composition_changed(v1: str, v2: str) -> np.ndarray:
+    """Sorted code points of every composition one version forms and the other not."""
+    differ = compositions(v1) ^ compositions(v2)
+    return np.asarray(sorted({cp for triple in differ for cp in triple}), dtype=np.int64)
 
 
 def normalization_changed(form: str, v1: str, v2: str) -> np.ndarray:

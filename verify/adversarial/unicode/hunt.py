@@ -83,8 +83,13 @@ def unicode_shard(index: int, shard: Shard, executors: list, context) -> ShardRe
     states = [st.to_json() for st in scan.states]
     specs = [ex.spec for ex in candidates]
     counts = shard_counts(specs, states, cps)
+    if "normalization" not in context.cache:  # each engine's NFKC data, measured once per worker
+        from verify.adversarial.unicode.normalization_probe import probe
+
+        context.cache["normalization"] = probe(executors)
     extra = {"code_points": int(cps.size), "probes": scan.probes,
              "versions": {ex.spec: declared_version(ex) for ex in executors},
+             "normalization": context.cache["normalization"],
              "candidates": {spec: {**st, "packing": packing}
                             for spec, st, packing in zip(specs, states, scan.packing)}}
     return ShardResult(index, shard.id, counts, seconds=time.monotonic() - started, worker=context.worker,
@@ -160,6 +165,7 @@ def merged_results(plan, store, markers) -> list:
     states = {spec: CandidateState() for spec in plan.candidates}
     packing: dict[str, str] = {}
     versions: dict[str, str | None] = {}
+    normalization: dict[str, dict] = {}
     scope = np.zeros(MAX_CP + 1, dtype=bool)
     n_cp = n_probes = 0
     seconds = 0.0
@@ -170,6 +176,7 @@ def merged_results(plan, store, markers) -> list:
         n_probes += extra["probes"]
         seconds += float(markers[index].get("seconds") or 0.0)
         versions.update(extra.get("versions") or {})
+        normalization.update(extra.get("normalization") or {})
         for spec, doc in extra["candidates"].items():
             if spec in states:
                 states[spec].merge_json(doc)
@@ -177,8 +184,13 @@ def merged_results(plan, store, markers) -> list:
     if not plan.candidates or not markers:
         return []
     probes = probe_set(vocab_target(plan.reference))
+    def nfkc(spec: str) -> str | None:
+        measured = normalization.get(spec)
+        return None if measured is None else (measured.get("nfkc") or "none")
+
     return [build_result(plan.reference, spec, states[spec], probes, n_cp, n_probes, seconds, scope,
-                         packing.get(spec, ""), versions.get(plan.reference), versions.get(spec))
+                         packing.get(spec, ""), versions.get(plan.reference), versions.get(spec),
+                         (nfkc(plan.reference), nfkc(spec)))
             for spec in plan.candidates]
 
 
@@ -186,4 +198,4 @@ def summary(r) -> dict:
     return {"ok": r.ok, "count": r.count, "ranges": len(r.mismatched), "unicode_version": r.unicode_version,
             "reference_unicode_version": r.reference_unicode_version, "version_basis": r.version_basis,
             "explained": round(r.explained, 4), "whitespace": r.whitespace, "errors": r.errors,
-            "pack_only": len(r.pack_only)}
+            "pack_only": len(r.pack_only), "normalization": r.normalization}

@@ -66,6 +66,7 @@ class SweepResult:
     scope: list[int] = field(default_factory=lambda: [0, MAX_CP])
     packing: str = ""
     probe_description: dict[str, Any] = field(repr=False, default_factory=dict)  # ProbeSet.describe()
+    normalization: dict[str, Any] | None = None  # the normalization data's attribution (attribution.explain)
 
     @property
     def ok(self) -> bool:
@@ -75,7 +76,7 @@ class SweepResult:
         return {k: getattr(self, k) for k in (
             "reference", "candidate", "count", "mismatched", "unicode_version", "reference_unicode_version",
             "version_basis", "tied_versions", "whitespace", "unexplained", "errors", "pack_only", "by_context",
-            "scores", "code_points", "probes", "scope", "packing")} | {
+            "scores", "code_points", "probes", "scope", "packing", "normalization")} | {
             "explained": round(self.explained, 4), "seconds": round(self.seconds, 3)}
 
 
@@ -375,7 +376,8 @@ def _one_by_one(plan, groups: list[list[int]], reference: Executor, candidate: E
 
 def build_result(reference: str, candidate: str, st: CandidateState, probes: ProbeSet, n_cp: int, n_probes: int,
                  seconds: float, scope: np.ndarray, packing: str, reference_version: str | None,
-                 candidate_version: str | None) -> SweepResult:
+                 candidate_version: str | None, normalization: tuple[str | None, str | None] = (None, None)
+                 ) -> SweepResult:
     """The ``SweepResult`` of one candidate from its state over the swept ``scope`` (a mask):
     ranges, contexts, and the attribution of the mismatches to a Unicode version."""
     m = np.asarray(sorted(st.bad), dtype=np.int64)
@@ -394,5 +396,5 @@ def build_result(reference: str, candidate: str, st: CandidateState, probes: Pro
         code_points=n_cp, probes=n_probes, seconds=seconds,
         scope=[int(swept[0]), int(swept[-1])] if swept.size else [0, 0], packing=packing,
         probe_description=probes.describe(),
-        **explain(m, reference_version, candidate_version, scope),
+        **explain(m, reference_version, candidate_version, scope, normalization),
     )
