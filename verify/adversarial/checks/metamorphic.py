@@ -85,6 +85,26 @@ class CheckCounts:
         return {"samples": self.samples, "chars": self.chars, "checked": dict(self.checked),
                 "violations": dict(self.violations), "errors": self.errors}
 
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "CheckCounts":
+        counts = cls(samples=int(doc.get("samples", 0)), chars=int(doc.get("chars", 0)),
+                     errors=int(doc.get("errors", 0)))
+        for name in ("checked", "violations"):
+            mine = getattr(counts, name)
+            for check, n in (doc.get(name) or {}).items():
+                mine[check] = mine.get(check, 0) + int(n)
+        return counts
+
+    def add(self, other: "CheckCounts") -> "CheckCounts":
+        """Counts of shards merge by addition (``verify check`` on the pipeline)."""
+        self.samples += other.samples
+        self.chars += other.chars
+        self.errors += other.errors
+        for mine, theirs in ((self.checked, other.checked), (self.violations, other.violations)):
+            for check, n in theirs.items():
+                mine[check] = mine.get(check, 0) + n
+        return self
+
 
 def is_byte_level(engine) -> bool:
     """Byte-level BPE engines decode to exactly the input bytes; SentencePiece-style ones need not.
@@ -103,11 +123,17 @@ def _plain(sample: Sample) -> Sample:
 
 class MetamorphicChecker:
     """Runs the checks on batches of samples with two executors of one engine spec
-    (``fresh`` and ``warm``, each with its own engine) and writes findings."""
+    (``fresh`` and ``warm``, each with its own engine) and writes findings.
+
+    ``writer``: anything with ``FindingWriter``'s ``write(finding)`` and ``write_record(record)``
+    (a shard's result on the pipeline); without one the records are kept in ``findings``.
+    ``warmed``: the warm engine has seen ``WARMUP_TEXTS`` already (once per worker on the
+    pipeline); ``warmed`` after the run says whether it has now."""
 
     def __init__(self, fresh: Executor, warm: Executor, writer: FindingWriter | None = None,
                  source: str | None = None, checks: Sequence[str] = CHECKS, threads: int = THREADS,
-                 roundtrip: bool | None = None, on_finding: Callable[[dict], None] | None = None):
+                 roundtrip: bool | None = None, on_finding: Callable[[dict], None] | None = None,
+                 warmed: bool = False):
         self.fresh, self.warm = fresh, warm
         self.spec = fresh.spec
         self.writer = writer
@@ -118,14 +144,15 @@ class MetamorphicChecker:
         self.counts = CheckCounts()
         self.tally = Counts()  # one state per sample, bad records, as every command counts them
         self.tally.engine(self.spec)
-        self.findings: list[dict] = []
+        self.findings: list[dict] = []  # only without a writer: a writer holds them (memory per shard)
         self.on_finding = on_finding
-        self._warmed = False
+        self._warmed = warmed
         self._states: dict[int, str] = {}  # id(sample) -> its worst state so far, within one batch
 
     # --- findings and states ------------------------------------------------
     def _record(self, record: dict) -> None:
-        self.findings.append(record)
+        if self.writer is None:
+            self.findings.append(record)
         if self.on_finding:
             self.on_finding(record)
 
@@ -173,6 +200,10 @@ class MetamorphicChecker:
         self.tally.bad_records += 1
         doc = bad_input_record(self.source, record.position, record.reason, record.raw)
         self._record(self.writer.write_record(doc) if self.writer else doc)
+
+    @property
+    def warmed(self) -> bool:
+        return self._warmed
 
     def warm_up(self) -> None:
         if self._warmed:

@@ -47,6 +47,19 @@ DEFAULT_BUDGET_S = 60.0
 MAX_FINDINGS = 5  # written per property; the rest are counted
 BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # unit repetitions tried as the block B
 GIVE_UP = 6  # inputs of one unit on which no block fitted before the property is no longer tried for it
+PHASES = ("batches", "thresholds")
+
+
+def empty_notes(report: dict[str, Any], batch_sizes: tuple[int, ...] = stress.BIG_BATCH_SIZES) -> list[str]:
+    """What a stress report says the budget left unchecked: a phase that was planned and ran nothing."""
+    notes = []
+    if "batches" in report and batch_sizes and not report["batches"]:
+        notes.append("the stress budget left no time for a big batch: 0 batches checked (raise --stress-budget)")
+    threshold = report.get("threshold")
+    if threshold is not None and threshold["planned"]["inputs"] and not threshold["inputs"]:
+        notes.append("the stress budget left no time for a threshold input: 0 inputs checked "
+                     "(raise --stress-budget)")
+    return notes
 
 
 @dataclass
@@ -95,17 +108,27 @@ class StressCheck:
         self._emit(sample, prop, "ids", {**fields, "stress": recipe, **extra})
 
     # --- the check ---------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self, phases: tuple[str, ...] = PHASES) -> dict[str, Any]:
+        """The phases asked for (both by default; ``verify check`` on the pipeline runs each as a
+        shard of its own), each bounded by the budget from now. A phase the budget left empty
+        says so in ``notes``: a check that ran nothing never passes silently."""
         started = time.monotonic()
         deadline = started + self.budget_s
         before = self.checker.counts.samples
         pieces = CachedTokenBytes(self.fresh)
-        self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
-                                                    "chars": 0, "not_applicable": 0, "ended": "done"}}
-        self._batches(pieces, deadline)
-        self._thresholds(pieces, deadline)
+        self.report = {}
+        if "batches" in phases:
+            self.report["batches"] = []
+            self._batches(pieces, deadline)
+        if "thresholds" in phases:
+            self.report["threshold"] = {"planned": stress.plan_size(self.cuts), "inputs": 0, "chars": 0,
+                                        "not_applicable": 0, "ended": "done"}
+            self._thresholds(pieces, deadline)
         self.report.update(seconds=round(time.monotonic() - started, 3), violations=dict(self.violations),
                            findings_written=dict(self.written), samples=self.checker.counts.samples - before)
+        notes = empty_notes(self.report, self.batch_sizes)
+        if notes:
+            self.report["notes"] = notes
         return self.report
 
     def _batches(self, pieces: CachedTokenBytes, deadline: float) -> None:

@@ -27,6 +27,7 @@ is in the finding's ``session.update``. Truncate-and-append edits need a session
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,10 +76,34 @@ class SessionFuzzResult:
     examples: int = 0
     findings: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    capped: bool = False  # the time budget ended the search before its examples
 
 
 class _Found(Exception):
     pass
+
+
+@contextmanager
+def seed_alone():
+    """Hypothesis (6.1xx) mixes constants from the source of every module loaded in the process
+    into its draws, so one seed searches differently in the CLI, a shard worker and a Ray actor
+    (they import different modules). On the pipeline a shard's findings must follow from its
+    descriptor alone: while the search runs, no local constants (the global ones stay)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+
+        saved, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
+        empty = type(providers._local_constants)()
+    except (ImportError, AttributeError):  # a Hypothesis without local constants: nothing to hold still
+        yield
+        return
+    providers._get_local_constants = lambda: empty
+    cache.cache.clear()  # constants cached for draws before this search
+    try:
+        yield
+    finally:
+        providers._get_local_constants = saved
+        cache.cache.clear()
 
 
 def first_divergent_turn(reference, executor, appends: list[str], key: str = "fuzz"):
@@ -108,7 +133,9 @@ def _trace(appends: list[str], sid: str = "edits") -> SessionTrace:
 
 def fuzz_sessions(reference, executor, writer, *, max_examples: int = 200, seed: int = 0,
                   budget_s: float = 120.0, source: str = "edits") -> SessionFuzzResult:
-    """Search edit scripts for one stateful candidate; one shrunk finding at most."""
+    """Search edit scripts for one stateful candidate; one shrunk finding at most. ``writer``:
+    anything with ``FindingWriter.write`` (a shard's result on the pipeline,
+    ``verify.adversarial.fuzz.edits_hunt``)."""
     result = SessionFuzzResult()
     started = time.monotonic()
     failing: list = []
@@ -119,6 +146,7 @@ def fuzz_sessions(reference, executor, writer, *, max_examples: int = 200, seed:
     def prop(script):
         appends, used = script
         if time.monotonic() - started > budget_s and not failing:
+            result.capped = True
             return
         result.examples += 1
         found = first_divergent_turn(reference, executor, appends)
@@ -128,7 +156,8 @@ def fuzz_sessions(reference, executor, writer, *, max_examples: int = 200, seed:
 
     prop = hypothesis_seed(seed)(prop)  # a reproducible search
     try:
-        prop()
+        with seed_alone():
+            prop()
     except _Found:
         pass
     if failing:

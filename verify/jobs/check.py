@@ -1,0 +1,62 @@
+"""``verify check`` as a function: the metamorphic checks of one engine on the pipeline."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verify.adversarial.checks.hunt import REPORT_FILE, CheckHunt
+from verify.adversarial.checks.metamorphic import CheckCounts
+from verify.counts import Counts
+from verify.driver import run_hunt
+from verify.pipeline.hunt import JobOptions
+
+
+@dataclass
+class CheckResult:
+    out: Path
+    counts: Counts  # one state per sample (corpus and stress), bad records, findings
+    report: dict[str, Any]  # OUT/check.json
+    complete: bool = True
+
+    @property
+    def check(self) -> CheckCounts:
+        """Per property: how often it was checked and violated."""
+        return CheckCounts.from_dict(self.report["counts"])
+
+    @property
+    def passed(self) -> bool:
+        return self.complete and self.counts.all_verified
+
+
+def check_job(engine: str, job: JobOptions, *, corpora: list[str], text_field: str | None = None,
+              id_field: str | None = None, limit: int | None = None, batch_size: int | None = 32,
+              checks: list[str] | None = None, roundtrip: bool | None = None,
+              stress_budget_s: float | None = None) -> CheckResult:
+    """Every check in ``checks`` (default all, ``stress`` included) of ``engine`` over ``corpora``
+    into ``job.out``. ``roundtrip``: None checks it where the engine is a byte-level decoder,
+    False never. ``stress_budget_s``: seconds for each stress phase (default 60). On
+    ``job.resume``, what is None (or empty) here is taken from the saved plan."""
+    hunt = CheckHunt(engine, job, corpora=corpora, text_field=text_field, id_field=id_field, limit=limit,
+                     batch_size=batch_size, checks=checks, roundtrip=roundtrip, stress_budget_s=stress_budget_s)
+    try:
+        result = run_hunt(hunt, job)
+    finally:
+        titled_summary(job.out, hunt.label)
+    report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
+    return CheckResult(job.out, result.counts, report, result.complete)
+
+
+def titled_summary(out: Path, title: str) -> None:
+    """``summary.md`` again under the command's own title (``# verify check: PASS``), as before
+    the move to the pipeline: the driver renders every hunt's as ``verify run``.
+    (Redundant once ``verify.reports.markdown.write_run_summary`` titles it by the manifest's hunt.)"""
+    from verify.reports.markdown import MAX_LISTED, write_summary
+    from verify.triage import read_clusters, triaged_records
+
+    if not (Path(out) / "manifest.json").is_file():
+        return  # stopped before the first shard: nothing to title
+    manifest = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
+    write_summary(out, manifest, triaged_records(out, MAX_LISTED), read_clusters(out) or None, title=title)
