@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from verify.engines.base import TOKEN_DTYPE, Capabilities, EngineIdentity
-from verify.adversarial.checks.metamorphic import is_byte_level
+from verify.engines.traits import is_byte_level
 from verify.sample import Sample
 
 CONFORMANCE_TEXTS = [

@@ -43,6 +43,7 @@ from verify.token_diff import char_offset
 from verify.comparison import sample_size
 from verify.counts import Counts, worst
 from verify.engines.base import FINGERPRINT_PROBES
+from verify.engines.traits import is_byte_level
 from verify.executors.base import Executor
 from verify.findings import Finding, FindingWriter, bad_input_record, describe_divergence, describe_failure
 from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
@@ -104,17 +105,6 @@ class CheckCounts:
             for check, n in theirs.items():
                 mine[check] = mine.get(check, 0) + n
         return self
-
-
-def is_byte_level(engine) -> bool:
-    """Byte-level BPE engines decode to exactly the input bytes; SentencePiece-style ones need not.
-    ``engine`` is an engine or an executor: both declare capabilities and an identity."""
-    if not engine.capabilities.decode:
-        return False
-    from verify.vocab.known import KNOWN_VOCABS
-
-    known = KNOWN_VOCABS.get(engine.identity().vocab or "")
-    return getattr(known, "kind", None) != "sentencepiece"
 
 
 def _plain(sample: Sample) -> Sample:
