@@ -12,6 +12,14 @@ simpler characters position by position, where the simplest characters are
 code point. Every accepted step is strictly smaller in that order, so the search
 ends; a canonical "seen" table means no candidate is ever tested twice.
 
+First, when a segment's text is mostly repetition (``verify.runs.compact``: ``'1' * 24998 +
+'\x1c' + '11'``), the minimiser works over its run-length form: a run of one unit with a
+count is one element -- runs are dropped, then each count is bisected down to the smallest
+that still fails -- so a 10^6-character run costs about 20 calls per run, and a finding
+comes back as ``'a'×500`` or ``'1'×24998 + '\x1c' + '1'×2``, not as 25,000 characters.
+While the input is still longer than ``CHAR_PASSES_MAX`` characters of runs after that,
+the character passes below run only as their cheap whole-text forms.
+
 Passes, repeated until a whole round changes nothing (or the budget ends):
   1. characters: delta debugging by chunk removal, coarse to fine — drop halves,
      quarters, ... of each segment's text, down to single characters. A bug
@@ -41,6 +49,7 @@ from verify.sample import Sample, Segment
 Segs = tuple[tuple[str, bool], ...]
 
 SIMPLEST = "a0 "  # preferred replacements, simplest first
+CHAR_PASSES_MAX = 4096  # longer inputs (after the run pass) get only the whole-text character passes
 
 
 @dataclass(frozen=True)
@@ -146,11 +155,51 @@ class _Shrinker:
     def run(self) -> None:
         while True:
             before = self.current
-            self.remove_chunks()
+            self.shrink_runs()
+            long = self.long_runs()
+            if not long:
+                self.remove_chunks()
             self.shrink_segments()
-            self.simplify()
+            self.simplify(per_position=not long)
             if self.current == before:
                 return
+
+    def long_runs(self) -> bool:
+        """Still longer than ``CHAR_PASSES_MAX`` and made of runs: character passes would cost a
+        call per character of a run, and the run pass has done what they could."""
+        from verify.runs import compact
+
+        return sum(len(t) for t, _ in self.current) > CHAR_PASSES_MAX and \
+            all(len(t) <= CHAR_PASSES_MAX or compact(t) is not None for t, _ in self.current)
+
+    # 0. runs: drop runs, bisect counts ---------------------------------------------
+    def shrink_runs(self) -> None:
+        from verify.runs import compact, from_runs
+
+        for j in range(len(self.current)):
+            runs = compact(self.current[j][0])
+            if runs is None:
+                continue
+            changed = True
+            while changed:
+                changed = False
+                k = 0
+                while k < len(runs):  # drop a whole run
+                    trial = _merged(runs[:k] + runs[k + 1:])
+                    if self.accept(self.with_text(j, from_runs(trial))):
+                        runs, changed = trial, True
+                    else:
+                        k += 1
+                for k in range(len(runs)):  # the smallest count that still fails (bisected)
+                    lo, hi = 0, int(runs[k][1])
+                    while hi - lo > 1:
+                        mid = (lo + hi) // 2
+                        trial = runs[:k] + [[runs[k][0], mid]] + runs[k + 1:]
+                        if self.accept(self.with_text(j, from_runs(trial))):
+                            hi, changed = mid, True
+                        else:
+                            lo = mid
+                    runs = runs[:k] + [[runs[k][0], hi]] + runs[k + 1:]
 
     # 1. delta debugging over characters, coarse to fine ----------------------
     def remove_chunks(self) -> None:
@@ -180,18 +229,31 @@ class _Shrinker:
                 j += 1
 
     # 3. character simplification ---------------------------------------------
-    def simplify(self) -> None:
+    def simplify(self, per_position: bool = True) -> None:
         # every occurrence of a character at once (cheap for long runs), then one position at a time
         for ch in sorted({c for t, _ in self.current for c in t}, key=char_rank):
             for repl in simpler_chars(ch):
                 if self.accept(tuple((t.replace(ch, repl), a) for t, a in self.current)):
                     break
+        if not per_position:
+            return
         for j in range(len(self.current)):
             for i in range(len(self.current[j][0])):
                 for repl in simpler_chars(self.current[j][0][i]):
                     text = self.current[j][0]
                     if self.accept(self.with_text(j, text[:i] + repl + text[i + 1:])):
                         break
+
+
+def _merged(runs: list[list]) -> list[list]:
+    """Adjacent runs of the same unit as one."""
+    out: list[list] = []
+    for unit, count in runs:
+        if out and out[-1][0] == unit:
+            out[-1] = [unit, out[-1][1] + count]
+        else:
+            out.append([unit, count])
+    return out
 
 
 @lru_cache(maxsize=None)

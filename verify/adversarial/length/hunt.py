@@ -1,0 +1,121 @@
+"""``verify length sweep`` as a hunt on the one pipeline: one probe family per shard.
+
+Each shard grows its family's text, bisects the first divergent length per candidate
+and probes the cut (``search.FamilySearch``); the reference encodes each text once for
+all candidates. A shard commits its findings (``ids`` or failure findings with a
+``length`` block) and, in its extra, what the family showed per candidate. ``finish``
+writes ``OUT/length.json``: per candidate and family the first divergent length (None:
+agrees up to ``--max-chars``), and the **thresholds** found -- each distinct first
+divergent length with the families that show it -- and the manifest's ``length``
+section. Findings go through the usual records, triage and reports.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from verify import atomic
+from verify.corpora.shards import Shard
+from verify.errors import UsageError
+from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.result import ShardResult
+
+DEFAULT_MAX_CHARS = 1_000_000
+LENGTH_FILE = "length.json"
+LENGTH_SCHEMA = "verify.length/1"
+KINDS = ("run", "block", "separator", "token", "special")
+
+
+def length_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+    from verify.adversarial.length.families import Family
+    from verify.adversarial.length.search import FamilySearch
+
+    started = time.monotonic()
+    family = Family.from_dict(shard.extra["family"])
+    search = FamilySearch(family, executors, max_chars=context.params["max_chars"])
+    found = search.run()
+    result = ShardResult(index, shard.id, found.counts, worker=context.worker)
+    for finding in found.findings:
+        result.add_record(*finding.to_record())
+    result.counts.findings = len(result.records)
+    result.extra = {"family": family.name, "kind": family.kind,
+                    "candidates": {spec: st.as_dict() for spec, st in found.candidates.items()}}
+    result.seconds = time.monotonic() - started
+    return result
+
+
+class LengthHunt(Hunt):
+    name = "length"
+    label = "verify length sweep"
+    task = staticmethod(length_shard)
+
+    def __init__(self, reference: str | None, requested: list[str] | None, job: JobOptions, *,
+                 max_chars: int | None = None, kinds: list[str] | None = None, families: list[str] | None = None):
+        self.reference, self.requested, self.job = reference, list(requested or []), job
+        self.max_chars, self.kinds, self.only = max_chars, kinds, families
+
+    def fill_from(self, saved) -> None:
+        self.reference = self.reference or saved.reference
+        self.requested = self.requested or saved.requested
+        o = saved.options
+        self.max_chars = self.max_chars or o["max_chars"]
+        self.kinds = self.kinds or o.get("kinds")
+        self.only = self.only or o.get("families")
+
+    def plan(self) -> HuntPlan:
+        from verify.adversarial.length.families import families_for
+        from verify.config import run_defaults
+        from verify.engines.catalogue import expand_candidates
+
+        defaults = run_defaults()
+        self.reference = self.reference or defaults.get("reference")
+        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.max_chars = self.max_chars or DEFAULT_MAX_CHARS
+        if self.max_chars < 2:
+            raise UsageError("--max-chars must be at least 2")
+        candidates, swept_in = expand_candidates(self.reference, self.requested)
+        if self.reference in candidates:
+            raise UsageError(f"'{self.reference}' is both the reference and a candidate")
+        chosen = families_for(self.reference, tuple(self.kinds) if self.kinds else None)
+        if self.only:
+            unknown = sorted(set(self.only) - {f.name for f in chosen})
+            if unknown:
+                raise UsageError(f"--family: no family {', '.join(unknown)} (e.g. {', '.join(f.name for f in chosen[:5])})")
+            chosen = [f for f in chosen if f.name in self.only]
+        shards = [Shard("length", "length", path=f"length:{f.name}", extra={"family": f.as_dict()}) for f in chosen]
+        options = {"max_chars": self.max_chars, "kinds": self.kinds, "families": self.only,
+                   "timeout_s": self.job.engine.timeout_s, "memory_limit_mb": self.job.engine.memory_limit_mb}
+        source = {"name": "length families", "kind": "length", "families": len(chosen), "max_chars": self.max_chars,
+                  "by_kind": {k: sum(f.kind == k for f in chosen) for k in KINDS}}
+        return HuntPlan(self.reference, self.requested, candidates, [source], shards, options,
+                        optional=sorted(swept_in))
+
+    def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
+        report = length_report(plan, store, markers)
+        atomic.write_json(out / LENGTH_FILE, report)
+        return {"length": {spec: {"families_differing": c["families_differing"],
+                                  "thresholds": [t["length"] for t in c["thresholds"]]}
+                           for spec, c in report["candidates"].items()},
+                "reports": {"Length sweep": LENGTH_FILE}}
+
+
+def length_report(plan, store, markers) -> dict[str, Any]:
+    """``length.json``: per candidate, every family's first divergent length and the thresholds."""
+    per: dict[str, dict[str, Any]] = {spec: {"families": {}} for spec in plan.candidates}
+    for _, extra in store.extras(markers):
+        for spec, st in extra["candidates"].items():
+            if spec in per:
+                per[spec]["families"][extra["family"]] = {"kind": extra["kind"], **st}
+    for spec, doc in per.items():
+        thresholds: dict[int, list[str]] = {}
+        for name, st in doc["families"].items():
+            if st["first_divergent"] is not None:
+                thresholds.setdefault(st["first_divergent"], []).append(name)
+        doc["families_differing"] = sum(len(v) for v in thresholds.values())
+        doc["families_agreeing"] = len(doc["families"]) - doc["families_differing"]
+        doc["thresholds"] = [{"length": n, "cut": n - 1, "families": sorted(names)}
+                             for n, names in sorted(thresholds.items())]
+    return {"schema": LENGTH_SCHEMA, "reference": plan.reference, "max_chars": plan.options["max_chars"],
+            "families_swept": len(markers), "families_planned": len(plan.shards), "candidates": per}

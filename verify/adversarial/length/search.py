@@ -1,0 +1,204 @@
+"""Grow, bisect, probe: where one family first differs, found without a length built in.
+
+For one family and every candidate at once (the reference encodes each text once):
+
+1. **Grow** the length geometrically (``GROWTH`` times per step, from ``START`` to
+   ``max_chars``, the last step exactly ``max_chars``) until a candidate differs from the
+   reference (or fails where the reference does not).
+2. **Bisect** between the last length it agreed at and the first it differed at, down to
+   two adjacent lengths: the **first divergent length** ``T`` (``T - 1`` agrees). A
+   500-byte tie rule, a 3,777-character chunk and the 25,000 / 400,000 cuts come out the
+   same way; the cut is ``T - 1`` characters.
+3. **Probe the cut**: every whitespace-like and control character placed at the cut and
+   at +-1, +-2 (one text each up to ``PER_POSITION_MAX`` characters; above it the probe fills
+   the five positions at once, one text per character) in the family's text just past
+   the cut. Whatever differs there is reported too: a rule for whitespace at a chunk
+   boundary differs on a text the plain run does not explain, and its minimised
+   reproducer (``'1'×24998 + '\\x1c' + '1'×2``) tells the two causes apart.
+
+Every encoded text is one sample in the counts; findings are ``ids`` (or failure)
+findings carrying a ``length`` block (family, length, runs, threshold, probe), at most
+``MAX_PROBE_FINDINGS`` per candidate and threshold (the rest counted), so memory does
+not grow with the number of findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from verify.adversarial.length.families import SEPARATING, Family
+from verify.comparison import Side, compare_batch
+from verify.counts import Counts
+from verify.outcome import agree, is_ids
+from verify.sample import Sample
+
+START = 16
+GROWTH = 4
+OFFSETS = (-2, -1, 0, 1, 2)
+TAIL = 3  # characters past the last probe position
+PER_POSITION_MAX = 50_000  # cuts above this get one text per probe character, the five positions filled
+MAX_PROBE_FINDINGS = 64
+
+
+def lengths(max_chars: int) -> list[int]:
+    out, n = [], START
+    while n < max_chars:
+        out.append(n)
+        n *= GROWTH
+    return out + [max_chars]
+
+
+@dataclass
+class CandidateLength:
+    """What one family showed for one candidate."""
+
+    first_divergent: int | None = None  # T: the first length that differs (T - 1 agrees)
+    agrees_up_to: int = 0  # the longest length seen to agree
+    reference_failed_at: int | None = None  # the reference itself failed: nothing to compare beyond
+    probes: int = 0  # cut probes encoded
+    probes_differing: int = 0
+    probe_findings_dropped: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class FamilyResult:
+    family: Family
+    candidates: dict[str, CandidateLength] = field(default_factory=dict)
+    counts: Counts = field(default_factory=Counts)
+    findings: list = field(default_factory=list)  # verify.findings.Finding
+
+
+class FamilySearch:
+    """One family through ``executors`` (the reference first)."""
+
+    def __init__(self, family: Family, executors: Sequence, *, max_chars: int, source: str = "length"):
+        self.family, self.executors, self.max_chars, self.source = family, list(executors), max_chars, source
+        self.sides = [Side(ex.spec, ex.token_bytes) for ex in self.executors]
+        self.result = FamilyResult(family, {ex.spec: CandidateLength() for ex in self.executors[1:]})
+        self.result.counts.engine(self.executors[0].spec)
+        for ex in self.executors[1:]:
+            self.result.counts.engine(ex.spec)
+        self._reference: dict[str, Any] = {}  # sample id -> the reference's outcome (bisection revisits)
+
+    # --- encoding -------------------------------------------------------------------------
+    def _encode(self, samples: list[Sample], candidates: Sequence) -> tuple[list, list[list]]:
+        """The reference's outcomes (from its cache where it has them) and each candidate's."""
+        reference = self.executors[0]
+        missing = [s for s in samples if s.id not in self._reference]
+        if missing:
+            reference.submit(missing)
+        for ex in candidates:
+            ex.submit(samples)
+        if missing:
+            for sample, outcome in zip(missing, reference.collect()):
+                self._reference[sample.id] = outcome
+        outs = [ex.collect() for ex in candidates]
+        return [self._reference[s.id] for s in samples], outs
+
+    def _compare(self, samples: list[Sample], candidates: Sequence, fields: list[dict] | None = None,
+                 keep: bool = True) -> list[list[bool]]:
+        """Count the samples; ``[candidate][sample] -> differs``. Findings are kept when ``keep``."""
+        ref_out, outs = self._encode(samples, candidates)
+        sides = [self.sides[0]] + [s for s in self.sides[1:] if s.spec in {c.spec for c in candidates}]
+        delta, findings = compare_batch(samples, [ref_out, *outs], sides, self.source)
+        self.result.counts.add(delta)
+        if keep:
+            for finding in findings:
+                extra = fields[samples.index(finding.sample)] if fields else {}
+                finding.fields["length"] = {**extra, "family": self.family.name}
+                self.result.findings.append(finding)
+        return [[is_ids(r) and not agree(r, o) for r, o in zip(ref_out, out)] for out in outs]
+
+    def _sample(self, n: int) -> Sample:
+        return Sample.plain(f"{self.family.name}@{n}", self.family.text(n))
+
+    # --- the search -------------------------------------------------------------------------
+    def run(self) -> FamilyResult:
+        grow_points = lengths(self.max_chars)
+        open_ = list(self.executors[1:])
+        previous = 0
+        for n in grow_points:
+            if not open_:
+                break
+            sample = self._sample(n)
+            ref_out, _ = self._encode([sample], [])
+            if not is_ids(ref_out[0]):
+                for ex in open_:
+                    self.result.candidates[ex.spec].reference_failed_at = n
+                self.result.counts.samples += 1
+                break
+            differs = self._compare([sample], open_, keep=False)
+            still = []
+            for ex, (diff,) in zip(open_, differs):
+                st = self.result.candidates[ex.spec]
+                if diff:
+                    st.first_divergent = self._bisect(ex, previous, n)
+                    self._report(ex, st.first_divergent)
+                    self._probe_cut(ex, st)
+                else:
+                    st.agrees_up_to = n
+                    still.append(ex)
+            open_ = still
+            previous = n
+        return self.result
+
+    def _differs(self, ex, n: int) -> bool:
+        (diff,) = self._compare([self._sample(n)], [ex], keep=False)[0]
+        return diff
+
+    def _bisect(self, ex, agreeing: int, differing: int) -> int:
+        lo, hi = agreeing, differing  # lo agrees (0: nothing), hi differs
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self._differs(ex, mid):
+                hi = mid
+            else:
+                lo = mid
+        self.result.candidates[ex.spec].agrees_up_to = max(self.result.candidates[ex.spec].agrees_up_to, lo)
+        return hi
+
+    def _report(self, ex, n: int) -> None:
+        """The finding at the first divergent length, with its run-length form."""
+        self._compare([self._sample(n)], [ex],
+                      fields=[{"length": n, "runs": self.family.runs(n), "threshold": n, "phase": "first-divergent"}])
+
+    def _probe_cut(self, ex, st: CandidateLength) -> None:
+        cut = st.first_divergent - 1
+        if cut < 3:
+            return
+        base = self.family.text(cut + max(OFFSETS) + TAIL)
+        samples, fields = [], []
+        for cp in SEPARATING:
+            probe = chr(cp)
+            if cut <= PER_POSITION_MAX:
+                spots = [[cut + off] for off in OFFSETS]
+            else:
+                spots = [[cut + off for off in OFFSETS]]
+            for spot in spots:
+                text = base[:spot[0]] + probe * len(spot) + base[spot[-1] + 1:]
+                samples.append(Sample.plain(f"{self.family.name}@{len(text)}/U+{cp:04X}@{spot[0]}", text))
+                fields.append({"length": len(text), "threshold": st.first_divergent, "phase": "cut-probe",
+                               "probe": f"U+{cp:04X}", "at": spot[0], "width": len(spot),
+                               "runs": _probe_runs(self.family, spot, probe, len(text))})
+        found_before = len(self.result.findings)
+        for i in range(0, len(samples), 16):
+            differs = self._compare(samples[i:i + 16], [ex], fields[i:i + 16])
+            st.probes += len(samples[i:i + 16])
+            st.probes_differing += sum(differs[0])
+        kept = self.result.findings[:found_before] + self.result.findings[found_before:][:MAX_PROBE_FINDINGS]
+        st.probe_findings_dropped += len(self.result.findings) - len(kept)
+        self.result.findings = kept
+
+
+def _probe_runs(family: Family, spot: list[int], probe: str, total: int) -> list[list]:
+    """The run-length form of a cut probe: the family up to the probe, the probe, the rest."""
+    from verify.runs import to_runs
+
+    before = family.runs(spot[0]) if family.kind != "separator" else to_runs(family.text(spot[0]))
+    after_len = total - spot[-1] - 1
+    after_text = family.text(spot[-1] + 1 + after_len)[spot[-1] + 1:]
+    return before + [[probe, len(spot)]] + to_runs(after_text)
