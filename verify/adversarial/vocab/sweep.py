@@ -1,5 +1,6 @@
 """The vocabulary sweep: every token of the reference's vocabulary as text, through the
-reference and every candidate (``verify vocab sweep``).
+reference and every candidate (``verify vocab sweep``; run as a hunt by
+``verify.adversarial.vocab.hunt``, each shard a range of one part).
 
 Three parts, each a stream of samples compared with ``compare_batch``:
 
@@ -13,21 +14,26 @@ Three parts, each a stream of samples compared with ``compare_batch``:
            (a character changed, case changed, truncated, doubled, among spaces, newlines or
            letters) and mixed segments; sample ids ``special:ID/VARIANT/plain|allow``
 
-Everything is deterministic for one vocabulary, ``limit`` and ``seed``.
+Every part is addressed by position (``start``/``stop``): the swept token texts in id order
+(tokens; pairs by their first token), the added tokens in id order (special). Everything is
+deterministic for one vocabulary, ``limit`` and ``seed``, so any range gives the same
+samples whichever process builds it.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
 from verify.adversarial.vocab.texts import TokenText, Vocabulary, token_texts
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
-from verify.findings import FindingWriter
+from verify.findings import Finding
 from verify.outcome import is_ids
 from verify.sample import Sample, Segment
 
@@ -35,6 +41,7 @@ PARTS = ("tokens", "pairs", "special")
 DEFAULT_PAIRS = 1  # random partners per token, besides the class partners
 DEFAULT_BATCH = 2048
 DEFAULT_MAX_FINDINGS = 1000  # written per candidate and part; the counts still count every sample
+SOURCE_PREFIX = "vocab-sweep"
 
 
 def token_contexts(vocab: str | None = None) -> tuple[tuple[str, str], ...]:
@@ -90,45 +97,78 @@ class SweepPlan:
     contexts: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def build(cls, vocab: Vocabulary, *, limit: int | None = None, seed: int = 0,
-              pairs: int = DEFAULT_PAIRS) -> "SweepPlan":
+    def build(cls, vocab: Vocabulary, *, limit: int | None = None, seed: int = 0, pairs: int = DEFAULT_PAIRS,
+              contexts: Sequence[Sequence[str]] | None = None) -> "SweepPlan":
+        """``contexts``: the token contexts when already known (a hunt's workers get them from the
+        plan), else derived from the vocabulary (``token_contexts``)."""
         ids = sorted(vocab.tokens)[:limit]
         all_texts = token_texts(vocab.tokens)
         texts = {i: all_texts[i] for i in ids if all_texts[i] is not None}
-        return cls(vocab, texts, [i for i in ids if all_texts[i] is None], limit, seed, pairs,
-                   token_contexts(vocab.vocab_name))
+        contexts = token_contexts(vocab.vocab_name) if contexts is None else tuple((n, t) for n, t in contexts)
+        return cls(vocab, texts, [i for i in ids if all_texts[i] is None], limit, seed, pairs, contexts)
 
     def templates(self) -> list[tuple[str, str]]:
         return [("alone", "{c}")] + [(n, t) for n, t in self.contexts if t != "{c}"]
 
+    @cached_property
+    def text_ids(self) -> list[int]:
+        """The swept ids that have a text, in id order: what token and pair positions index."""
+        return list(self.texts)
 
-def token_samples(plan: SweepPlan) -> Iterator[Sample]:
+    @cached_property
+    def added_by_id(self) -> list[tuple[str, int]]:
+        """The added/special tokens in id order: what special positions index."""
+        return sorted(self.vocab.added.items(), key=lambda item: item[1])
+
+
+def token_samples(plan: SweepPlan, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
+    """Every context of the tokens at positions ``[start, stop)`` of ``plan.text_ids``."""
     templates = plan.templates()
-    for i, tt in plan.texts.items():
+    for i in plan.text_ids[start:stop]:
+        text = plan.texts[i].text
         for name, template in templates:
-            yield Sample(f"token:{i}/{name}", (Segment(template.replace("{c}", tt.text)),))
+            yield Sample(f"token:{i}/{name}", (Segment(template.replace("{c}", text)),))
 
 
-def pair_ids(plan: SweepPlan) -> list[tuple[int, int]]:
-    """The swept pairs (deterministic for the plan's seed), without repeats, in order."""
-    ids = np.fromiter(plan.texts, dtype=np.int64, count=len(plan.texts))
-    if not ids.size:
-        return []
-    texts = [plan.texts[int(i)].text for i in ids]
-    first = np.array([char_class(t[0]) for t in texts])
-    last = [char_class(t[-1]) for t in texts]
+@dataclass
+class PairDraws:
+    """The seeded draws behind every swept token's partners, drawn for all tokens at once (the
+    same draws, in the same order, whichever range is asked for)."""
+
+    ids: np.ndarray
+    last: list[str]  # the class of each token's last character
+    random: np.ndarray  # (tokens, pairs) positions of the random partners
+    by_class: dict[str, np.ndarray]  # class -> the ids of the tokens starting with one
+    drawn: dict[str, np.ndarray]  # class -> per token, a position in by_class[class]
+
+
+def pair_draws(plan: SweepPlan) -> PairDraws:
+    ids = np.fromiter(plan.text_ids, dtype=np.int64, count=len(plan.text_ids))
+    texts = [plan.texts[i].text for i in plan.text_ids]
+    first = np.array([char_class(t[0]) for t in texts]) if texts else np.array([], dtype=str)
     rng = np.random.default_rng(plan.seed)
-    random = rng.integers(0, ids.size, size=(ids.size, plan.pairs))
+    random = rng.integers(0, max(1, ids.size), size=(ids.size, plan.pairs))
     by_class = {c: ids[first == c] for c in FOLLOWERS}
     drawn = {c: rng.integers(0, max(1, members.size), size=ids.size) for c, members in by_class.items()}
-    seen: set[tuple[int, int]] = set()
+    return PairDraws(ids, [char_class(t[-1]) for t in texts], random, by_class, drawn)
+
+
+def pair_ids(plan: SweepPlan, start: int = 0, stop: int | None = None,
+             draws: PairDraws | None = None) -> list[tuple[int, int]]:
+    """The swept pairs whose first token is at positions ``[start, stop)`` of ``plan.text_ids``
+    (deterministic for the plan's seed), without repeats, in order: consecutive ranges give
+    consecutive slices of the whole list."""
+    d = draws or pair_draws(plan)
     out: list[tuple[int, int]] = []
-    for n, a in enumerate(ids.tolist()):
-        partners = [int(ids[j]) for j in random[n]]
-        partners += [int(by_class[c][drawn[c][n]]) for c in FOLLOWERS[last[n]] if by_class[c].size]
+    ids = d.ids.tolist()
+    for n in range(start, len(ids) if stop is None else min(stop, len(ids))):
+        a = ids[n]
+        partners = [ids[j] for j in d.random[n].tolist()]
+        partners += [int(d.by_class[c][d.drawn[c][n]]) for c in FOLLOWERS[d.last[n]] if d.by_class[c].size]
+        seen: set[int] = set()  # a pair always starts with ``a``: repeats are only among its partners
         for b in partners:
-            if (a, b) not in seen:
-                seen.add((a, b))
+            if b not in seen:
+                seen.add(b)
                 out.append((a, b))
     return out
 
@@ -150,9 +190,11 @@ def near_misses(text: str) -> list[tuple[str, str]]:
     return [(v, t) for v, t in out if t and not (t in seen or seen.add(t))]
 
 
-def special_samples(plan: SweepPlan) -> Iterator[Sample]:
-    added = sorted(plan.vocab.added.items(), key=lambda item: item[1])
-    for n, (text, i) in enumerate(added):
+def special_samples(plan: SweepPlan, start: int = 0, stop: int | None = None) -> Iterator[Sample]:
+    """The variants of the added tokens at positions ``[start, stop)`` of ``plan.added_by_id``."""
+    added = plan.added_by_id
+    for n in range(start, len(added) if stop is None else min(stop, len(added))):
+        text, i = added[n]
         for variant, variant_text in near_misses(text):
             for allow in (False, True):
                 yield Sample(f"special:{i}/{variant}/{'allow' if allow else 'plain'}", (Segment(variant_text, allow),))
@@ -165,8 +207,16 @@ def special_samples(plan: SweepPlan) -> Iterator[Sample]:
                 yield Sample(f"special:{i}+{j}/{'allow' if allow else 'plain'}", (Segment(text + following, allow),))
 
 
-def part_samples(plan: SweepPlan, part: str) -> Iterator[Sample]:
-    return {"tokens": token_samples, "pairs": pair_samples, "special": special_samples}[part](plan)
+def part_samples(plan: SweepPlan, part: str, start: int = 0, stop: int | None = None,
+                 draws: PairDraws | None = None) -> Iterator[Sample]:
+    """The samples of one part over a range of its positions (see the module docstring)."""
+    if part == "tokens":
+        return token_samples(plan, start, stop)
+    if part == "pairs":
+        return pair_samples(plan, pair_ids(plan, start, stop, draws))
+    if part == "special":
+        return special_samples(plan, start, stop)
+    raise ValueError(f"unknown part {part!r}")
 
 
 # --- running it ------------------------------------------------------------------------
@@ -183,55 +233,88 @@ class PartStats:
     def as_dict(self) -> dict:
         return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
+    def add(self, doc: dict) -> "PartStats":
+        """Add the ``as_dict`` of another range's statistics (shards merge by addition)."""
+        for name, value in doc.items():
+            setattr(self, name, getattr(self, name) + value)
+        return self
 
-def run_sweep(plan: SweepPlan, executors: Sequence, writer: FindingWriter, counts: Counts, *,
-              parts: Sequence[str] = PARTS, batch_size: int = DEFAULT_BATCH,
-              max_findings: int = DEFAULT_MAX_FINDINGS, progress: Callable[[Counts], None] | None = None,
-              source_prefix: str = "vocab-sweep") -> dict[str, PartStats]:
-    """Every part's samples through ``executors`` (the reference first), in batches; findings
-    go to ``writer`` (at most ``max_findings`` per candidate and part), counts into ``counts``."""
-    from verify.batches import batched
+
+@dataclass
+class PartSweep:
+    """What one range of a part gave: its counts, the findings kept (at most ``max_findings``
+    per engine, in order), its statistics and how many findings each engine had in all."""
+
+    counts: Counts = field(default_factory=Counts)
+    findings: list[Finding] = field(default_factory=list)
+    stats: PartStats = field(default_factory=PartStats)
+    found: dict[str, int] = field(default_factory=dict)  # engine -> findings, written or not
+
+
+def sweep_samples(samples: Iterable[Sample], executors: Sequence, part: str, *, batch_size: int = DEFAULT_BATCH,
+                  max_findings: int = DEFAULT_MAX_FINDINGS) -> PartSweep:
+    """``samples`` (of one part) through ``executors`` (the reference first), in batches: the
+    next batch encodes while this one is compared, and the reference encodes each batch once
+    for all candidates. Memory is bounded by ``max_findings`` per engine, whatever is found."""
+    from verify.batches import pipelined
 
     sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
-    stats: dict[str, PartStats] = {}
-    for part in parts:
-        st = stats[part] = PartStats()
-        started = time.monotonic()
-        written: dict[str, int] = {}
-        source = f"{source_prefix}/{part}"
-        for samples, outcomes in _pipelined(executors, batched(part_samples(plan, part), batch_size)):
-            delta, findings = compare_batch(samples, outcomes, sides, source)
-            counts.add(delta)
-            st.samples += delta.samples
-            st.agreed += delta.states["verified"]
-            st.findings += len(findings)
-            for finding in findings:
-                if written.get(finding.engine, 0) < max_findings:
-                    written[finding.engine] = written.get(finding.engine, 0) + 1
-                    writer.write(finding)
-                else:
-                    st.not_written += 1
-            if part == "pairs":
-                st.split_at_join += _split_at_join(samples, outcomes[0])
-            if progress is not None:
-                progress(counts)
-        st.seconds = time.monotonic() - started
-    return stats
+    source = f"{SOURCE_PREFIX}/{part}"
+    swept = PartSweep()
+    st = swept.stats
+    started = time.monotonic()
+    for batch, outcomes in pipelined(executors, _chunks(samples, batch_size)):
+        delta = agreed_counts(batch, outcomes, [s.spec for s in sides])
+        findings: list[Finding] = []
+        if delta is None:  # something differs or failed: the full comparison, sample by sample
+            delta, findings = compare_batch(batch, outcomes, sides, source)
+        swept.counts.add(delta)
+        st.samples += delta.samples
+        st.agreed += delta.states["verified"]
+        st.findings += len(findings)
+        for finding in findings:
+            n = swept.found.get(finding.engine, 0)
+            swept.found[finding.engine] = n + 1
+            if n < max_findings:
+                swept.findings.append(finding)
+            else:
+                st.not_written += 1
+        if part == "pairs":
+            st.split_at_join += _split_at_join(batch, outcomes[0])
+    st.seconds = time.monotonic() - started
+    swept.counts.findings = len(swept.findings)
+    return swept
 
 
-def _pipelined(executors: Sequence, batches: Iterable[list[Sample]]) -> Iterator[tuple[list[Sample], list[list]]]:
-    """``(batch, outcomes per executor)``, the next batch submitted before the current one is
-    handed out: isolated workers encode it while the caller compares this one."""
-    pending: list[Sample] | None = None
-    for samples in batches:
-        outcomes = [ex.collect() for ex in executors] if pending is not None else None
-        for ex in executors:
-            ex.submit(samples)
-        if pending is not None:
-            yield pending, outcomes
-        pending = samples
-    if pending is not None:
-        yield pending, [ex.collect() for ex in executors]
+def _chunks(samples: Iterable[Sample], size: int) -> Iterator[list[Sample]]:
+    """Consecutive samples, ``size`` at a time (vocabulary samples are short: no size guard)."""
+    it = iter(samples)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def agreed_counts(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]], specs: Sequence[str]) -> Counts | None:
+    """The counts ``compare_batch`` gives a batch on which every engine returned ids and every
+    candidate's equal the reference's, checked with one array comparison per candidate; None
+    when anything differs or failed (the caller then compares sample by sample)."""
+    reference = outcomes[0]
+    if not all(is_ids(o) and o.ndim == 1 for o in reference):
+        return None
+    lengths = [o.size for o in reference]
+    joined = np.concatenate(reference) if reference else np.zeros(0, dtype=np.uint32)
+    for other in outcomes[1:]:
+        if not all(is_ids(o) and o.ndim == 1 for o in other) or [o.size for o in other] != lengths:
+            return None
+        if not np.array_equal(joined, np.concatenate(other) if other else joined[:0]):
+            return None
+    n = len(samples)
+    texts = [seg.text for sample in samples for seg in sample.segments]
+    counts = Counts(samples=n, chars=sum(map(len, texts)), bytes=len("".join(texts).encode("utf-8")),
+                    tokens=sum(lengths))
+    counts.states["verified"] = n
+    for spec in specs:
+        counts.engine(spec)["verified"] = n
+    return counts
 
 
 def _split_at_join(samples: Sequence[Sample], reference: Sequence[object]) -> int:
@@ -243,23 +326,32 @@ def _split_at_join(samples: Sequence[Sample], reference: Sequence[object]) -> in
     return n
 
 
-def describe_plan(plan: SweepPlan, stats: dict[str, PartStats]) -> list[dict]:
-    """The manifest's ``sources``: the vocabulary, and what each part swept."""
+# --- what the manifest says was swept ----------------------------------------------------
+
+def describe_vocabulary(plan: SweepPlan) -> dict:
+    """The manifest's first source: the vocabulary and the swept ids."""
     joined = sum(1 for t in plan.texts.values() if t.joined)
-    vocab = {"name": f"vocabulary of {plan.vocab.spec}", "kind": "vocabulary", **plan.vocab.describe(),
-             "swept_ids": len(plan.texts) + len(plan.unreachable), "limit": plan.limit,
-             "token_texts": len(plan.texts), "joined_with_neighbours": joined,
-             "unreachable": len(plan.unreachable), "unreachable_ids": plan.unreachable[:300]}
-    sources = [vocab]
+    return {"name": f"vocabulary of {plan.vocab.spec}", "kind": "vocabulary", **plan.vocab.describe(),
+            "swept_ids": len(plan.texts) + len(plan.unreachable), "limit": plan.limit,
+            "token_texts": len(plan.texts), "joined_with_neighbours": joined,
+            "unreachable": len(plan.unreachable), "unreachable_ids": plan.unreachable[:300]}
+
+
+def part_sources(vocabulary: dict, stats: dict[str, PartStats], *, contexts: Sequence[str], seed: int,
+                 pairs: int) -> list[dict]:
+    """The manifest's sources after the vocabulary: what each part swept (``vocabulary``: the
+    ``describe_vocabulary`` source; ``contexts``: the template names, ``alone`` first)."""
+    sources = []
     if "tokens" in stats:
-        sources.append({"name": "vocab-sweep/tokens", "kind": "vocab-sweep", "token_texts": len(plan.texts),
-                        "contexts": [n for n, _ in plan.templates()], **stats["tokens"].as_dict()})
+        sources.append({"name": f"{SOURCE_PREFIX}/tokens", "kind": "vocab-sweep", "token_texts": vocabulary["token_texts"],
+                        "contexts": list(contexts), **stats["tokens"].as_dict()})
     if "pairs" in stats:
-        sources.append({"name": "vocab-sweep/pairs", "kind": "vocab-sweep", "seed": plan.seed,
-                        "random_partners": plan.pairs, "class_followers": {k: list(v) for k, v in FOLLOWERS.items()},
+        sources.append({"name": f"{SOURCE_PREFIX}/pairs", "kind": "vocab-sweep", "seed": seed,
+                        "random_partners": pairs, "class_followers": {k: list(v) for k, v in FOLLOWERS.items()},
                         "pairs": stats["pairs"].samples, **stats["pairs"].as_dict()})
     if "special" in stats:
-        sources.append({"name": "vocab-sweep/special", "kind": "vocab-sweep", "added_tokens": len(plan.vocab.added),
-                        "special_tokens": len(plan.vocab.special), "variants": stats["special"].samples,
+        sources.append({"name": f"{SOURCE_PREFIX}/special", "kind": "vocab-sweep", "added_tokens": vocabulary["added"],
+                        "special_tokens": vocabulary["special"], "variants": stats["special"].samples,
                         **stats["special"].as_dict()})
     return sources
+
