@@ -165,6 +165,13 @@ class Adapter:
     def _encode_per_segment(self, samples: Sequence[Sample]) -> list[np.ndarray]:
         # One engine call per allow_special value for the whole batch, then
         # reassemble each sample as the concatenation of its segments' ids.
+        if all(len(s.segments) == 1 for s in samples):  # the common case: one call, no bookkeeping
+            for flag in (False, True):
+                if all(bool(s.segments[0].allow_special) == flag for s in samples):
+                    encoded = self.encode_texts([s.segments[0].text for s in samples], flag)
+                    if len(encoded) != len(samples):
+                        raise ValueError(f"engine returned {len(encoded)} results for {len(samples)} texts")
+                    return [as_token_array(ids) for ids in encoded]
         positions: dict[bool, list[tuple[int, int]]] = {False: [], True: []}
         texts: dict[bool, list[str]] = {False: [], True: []}
         for i, sample in enumerate(samples):

@@ -22,6 +22,7 @@ from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
 from verify.executors.threads import pin_threads
+from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
 from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
@@ -53,7 +54,7 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
         except EOFError:
             return
         if op == "encode":
-            conn.send(("ok", executor.encode_runnable(payload)))
+            conn.send(("ok", pack_outcomes(executor.encode_runnable(unpack_samples(payload)))))
         elif op == "encode_concurrent":
             samples, threads = payload
             conn.send(("ok", executor._encode_concurrent(samples, threads)))
@@ -192,7 +193,7 @@ class IsolatedExecutor(ExecutorBase):
     def _submit(self, samples: list[Sample]) -> None:
         self._pending = samples
         try:
-            self._conn.send(("encode", samples))
+            self._conn.send(("encode", pack_samples(samples)))
             self._sent_at = time.monotonic()
         except (BrokenPipeError, OSError):
             self._sent_at = None
@@ -214,14 +215,14 @@ class IsolatedExecutor(ExecutorBase):
                 except (EOFError, ConnectionResetError, OSError):
                     status, value = "crash", self._death()
         if status == "ok":
-            return value
+            return unpack_outcomes(value)
         self._restart()
         return [self._encode_alone(s) for s in samples]
 
     def _encode_alone(self, sample: Sample) -> Outcome:
-        status, value = self._call("encode", [sample], self.timeout_s)
+        status, value = self._call("encode", pack_samples([sample]), self.timeout_s)
         if status == "ok":
-            return value[0]
+            return unpack_outcomes(value)[0]
         self._restart()
         if status == "timeout":
             return Failure("timeout", "Timeout", f"engine did not answer within {self.timeout_s:g} s")

@@ -65,6 +65,9 @@ def make_plan(hunt: Hunt) -> RunPlan:
 def run_plan(hunt: Hunt, job: JobOptions) -> RunResult:
     saved = prepare_out(job.out, job.resume)
     if saved is not None:
+        if saved.hunt != hunt.name:
+            raise UsageError(f"--resume {job.out}: that folder holds a 'verify {saved.hunt}' run, not "
+                             f"'{hunt.label}'")
         hunt.fill_from(saved)
     plan = make_plan(hunt)
     if saved is not None:
