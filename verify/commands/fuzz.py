@@ -1,80 +1,124 @@
 """`verify fuzz`: differential fuzzing of candidate engines against a reference.
 
-Hypothesis-driven by default (``verify.adversarial.fuzz.search``), followed by a stress
-phase of serving-shaped inputs (``--no-stress`` skips it); ``--allowlist FILE``
-names accepted clusters (``verify.allowlist``); ``--atheris`` runs the
-coverage-guided libFuzzer target ``verify.adversarial.fuzz.atheris_target`` instead."""
+Hypothesis-driven by default, as a hunt on the one pipeline
+(``verify.adversarial.fuzz.search``): strategy families x seeds are the search shards,
+the big batches and each chunking threshold are stress shards (``--no-stress`` skips
+them), so ``--workers N``, ``--executor ray``, ``--resume --out OUT`` and the live status
+work as for ``verify run``. ``--allowlist FILE`` names accepted clusters
+(``verify.allowlist``); ``--atheris`` runs the coverage-guided libFuzzer target
+``verify.adversarial.fuzz.atheris_target`` instead (in-process, not sharded).
+
+Every number is checked before anything runs (one line, exit 2): a count is a whole
+number in its range, a time is a positive, finite number of seconds (``nan`` and ``inf``
+are refused).
+"""
 
 from __future__ import annotations
 
+import argparse
+import math
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import (add_engine_options, add_out_option, add_pool_options, engine_options, out_dir,
-                                     reference_and_candidates)
+from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
+                                     engine_options, job_options, out_dir, reference_and_candidates)
 from verify.errors import UsageError
+
+MAX_COUNT = 10**9
+MAX_SEED = 2**64 - 1
+MAX_SECONDS = 10**7
+
+
+def whole(low: int, high: int):
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        return value
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds (not nan, not inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds (at most {MAX_SECONDS}), "
+                                         f"got {text!r}")
+    return value
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.fuzz.search import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
+    from verify.adversarial.fuzz.hunt import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
 
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
     add_engine_options(p)
     add_out_option(p, "fuzz")
-    p.add_argument("--max-examples", type=int, metavar="N",
-                   help=f"stop after N generated examples (default ${EXAMPLES_ENV} or {DEFAULT_EXAMPLES}; "
-                        "with --atheris: libFuzzer -runs)")
-    p.add_argument("--budget", type=float, metavar="S",
-                   help=f"stop searching after S seconds (default {DEFAULT_BUDGET_S:g})")
-    p.add_argument("--seed", type=int, metavar="N", help="random seed, for a reproducible search")
-    p.add_argument("--max-findings", type=int, default=DEFAULT_MAX_FINDINGS, metavar="N",
+    p.add_argument("--max-examples", type=whole(1, MAX_COUNT), metavar="N",
+                   help=f"stop after N generated examples, shared by the search shards (default ${EXAMPLES_ENV} or "
+                        f"{DEFAULT_EXAMPLES}; with --atheris: libFuzzer -runs)")
+    p.add_argument("--budget", type=seconds, metavar="S",
+                   help=f"at most S seconds of searching, split into a cap per shard (default {DEFAULT_BUDGET_S:g})")
+    p.add_argument("--seed", type=whole(0, MAX_SEED), metavar="N",
+                   help="random seed, for a reproducible search (default: one drawn and saved in the run's plan)")
+    p.add_argument("--max-findings", type=whole(1, MAX_COUNT), default=None, metavar="N",
                    help="distinct clusters found per engine before it leaves the pool; findings of a cluster "
-                        "already found are counted, not written (default %(default)s)")
+                        f"already found are counted, not written (default {DEFAULT_MAX_FINDINGS})")
     p.add_argument("--allowlist", type=Path, metavar="FILE",
                    help="TOML [[allow]] rows (engine regex, cluster regex, reason, optional expires): clusters "
                         "they accept are counted but not reported")
-    p.add_argument("--no-stress", action="store_true",
-                   help="skip the stress phase (batches of 10^4-10^5 short samples in one call, inputs across "
+    p.add_argument("--no-stress", action="store_true", default=None,
+                   help="skip the stress shards (batches of 10^4-10^5 short samples in one call, inputs across "
                         "the 25,000 / 400,000-character chunking thresholds)")
     p.add_argument("--database", type=Path, metavar="DIR",
                    help="hypothesis example database (default adversarial/hypothesis in the project)")
+    add_job_options(p, minimize_budget=None)
     add_pool_options(p)
     p.add_argument("--atheris", action="store_true",
                    help="coverage-guided fuzzing with atheris/libFuzzer (engines in-process, crash artifacts in OUT)")
 
 
+def check_pool_numbers(args) -> None:
+    """The shared options' numbers that their own checks let through (nan passes ``<= 0``)."""
+    if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_SECONDS):
+        raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout!r}")
+    cpus = args.ray_cpus_per_actor
+    if not (math.isfinite(cpus) and 0 < cpus <= 4096):
+        raise UsageError(f"--ray-cpus-per-actor must be a positive, finite number of CPUs, got {cpus!r}")
+    for flag, value in (("--workers", args.workers), ("--ray-actors", args.ray_actors)):
+        if value is not None and not 1 <= value <= 4096:
+            raise UsageError(f"{flag} must be from 1 to 4096, got {value}")
+
+
 def run(args) -> int:
-    if args.max_examples is not None and args.max_examples < 1:
-        raise UsageError("--max-examples must be at least 1")
-    if args.budget is not None and args.budget <= 0:
-        raise UsageError("--budget must be positive")
-    if args.max_findings < 1:
-        raise UsageError("--max-findings must be at least 1")
+    check_pool_numbers(args)
+    if args.database is not None and args.database.exists() and not args.database.is_dir():
+        raise UsageError(f"--database {args.database} is a file, not a directory")
     options = engine_options(args)
-    if args.atheris and args.in_process:
-        raise UsageError("--atheris always runs engines in-process; drop --in-process")
-    if args.atheris and args.database is not None:
-        raise UsageError("--database is for hypothesis; atheris keeps its corpus in OUT/atheris-corpus")
-    if args.atheris and (args.allowlist is not None or args.no_stress):
-        raise UsageError("--allowlist and --no-stress are for the hypothesis fuzzer, not --atheris")
+    if args.atheris:
+        return _atheris(args, options)
     allowlist = None
     if args.allowlist is not None:
         from verify.allowlist import load_allowlist
 
         allowlist = load_allowlist(args.allowlist)
-    reference, candidates = reference_and_candidates(args)
-    out = out_dir(args, "fuzz")
-    if args.atheris:
-        from verify.adversarial.fuzz.atheris_target import run_atheris
+    if args.resume:  # what the command line leaves unsaid comes from the run's plan
+        reference, candidates = args.reference, list(args.candidate or [])
+    else:
+        reference, candidates = reference_and_candidates(args)
+    from verify.adversarial.fuzz.hunt import DEFAULT_DATABASE
+    from verify.jobs.fuzz import fuzz_job
 
-        return run_atheris(reference, candidates, out, budget_s=args.budget, runs=args.max_examples,
-                           seed=args.seed)
-
-    from verify.adversarial.fuzz.search import DEFAULT_DATABASE, fuzz
-
-    result = fuzz(reference, candidates, out_dir=out, max_examples=args.max_examples, budget_s=args.budget,
-                  seed=args.seed, database_dir=args.database or DEFAULT_DATABASE, engine=options,
-                  max_findings=args.max_findings, argv=args.argv, allowlist=allowlist, stress=not args.no_stress)
+    result = fuzz_job(reference, candidates, job_options(args, "fuzz", options), max_examples=args.max_examples,
+                      budget_s=args.budget, seed=args.seed, database_dir=args.database or DEFAULT_DATABASE,
+                      max_findings=args.max_findings, allowlist=allowlist,
+                      stress=None if args.no_stress is None else not args.no_stress)
     c = result.counts
     for record in result.findings:
         print(f"{record['kind']}: {record['engine']} on {_reproducer(record)}")
@@ -83,6 +127,25 @@ def run(args) -> int:
     print(f"{c.samples} examples ({c.states['verified']} agreed), {len(result.findings)} findings{hidden} "
           f"-> {result.out}")
     return EXIT_FINDINGS if result.found else EXIT_OK
+
+
+def _atheris(args, options) -> int:
+    """libFuzzer in this process: not sharded, so the job options do not apply."""
+    if args.in_process:
+        raise UsageError("--atheris always runs engines in-process; drop --in-process")
+    if args.database is not None:
+        raise UsageError("--database is for hypothesis; atheris keeps its corpus in OUT/atheris-corpus")
+    if args.allowlist is not None or args.no_stress:
+        raise UsageError("--allowlist and --no-stress are for the hypothesis fuzzer, not --atheris")
+    if args.resume or args.workers is not None or args.executor != "local":
+        raise UsageError("--atheris runs in one process: --resume, --workers and --executor do not apply")
+    if args.max_findings is not None:
+        raise UsageError("--max-findings is for the hypothesis fuzzer, not --atheris")
+    from verify.adversarial.fuzz.atheris_target import run_atheris
+
+    reference, candidates = reference_and_candidates(args)
+    return run_atheris(reference, candidates, out_dir(args, "fuzz"), budget_s=args.budget, runs=args.max_examples,
+                       seed=args.seed)
 
 
 def _reproducer(record: dict) -> str:

@@ -1,103 +1,80 @@
 """Differential fuzzing (``verify fuzz``): hypothesis generates hostile samples
 (``verify.adversarial.fuzz.strategies``), every engine encodes each one, and a sample on
 which a candidate differs from the reference -- or on which any engine raises,
-crashes or hangs -- is shrunk by hypothesis and written as a finding; then a
-stress phase drives the engines the way a server does (``stress_phase``).
+crashes or hangs -- is shrunk by hypothesis and written as a finding; stress shards
+drive the engines the way a server does (``stress_phase``).
+
+A hunt on the one pipeline (``FuzzHunt``; its task is ``verify.adversarial.fuzz.hunt``):
+a shard is a strategy x seed x budget, so ``--workers N``, ``--executor ray``,
+``--resume --out OUT``, the live status and per-shard commit work as for ``verify run``.
+
+  search shards  one per strategy family of ``strategies.STRATEGIES`` and seed (a family gets
+                 one more seed per ``SHARD_EXAMPLES`` examples), each with its share of
+                 ``max_examples`` and a seed derived from the plan's seed (``--seed``, or one
+                 drawn when the run is planned and saved in ``plan.json``).
+  stress shards  ``fuzz-stress:big-batch`` and one ``fuzz-stress:cut-N`` per chunking threshold.
 
 One bug must not hide another. Every finding falls in a cluster: its engine and
 the signature key triage groups records by (``verify.adversarial.fuzz.clusters``). A
-cluster is known once this run has written a finding of it, or when the
-``--allowlist`` file or ``adversarial/tags.toml`` names it. Findings of known
-clusters are counted (per cluster: ``hits`` and ``masked`` in the manifest's
-``fuzz.clusters``) but masked: they neither stop the hypothesis run nor count
-against any budget, so the search -- and the shrinker, which keeps only examples
-that still fail in a new cluster -- goes on towards new clusters. Each new cluster
-gets exactly one written finding, its shrunk example. A round is one hypothesis run;
-it ends at the first example with a new cluster, which is shrunk and written, and
-the next round starts with that cluster known. An engine leaves the pool after
-``max_findings`` distinct clusters (default 20); fuzzing ends when the pool is
-empty, the reference has ``max_findings`` clusters, or the budget is spent.
+cluster is known once a finding of it is written, or when the ``--allowlist`` file or
+``adversarial/tags.toml`` names it. Findings of known clusters are counted (per cluster:
+``hits`` and ``masked`` in the manifest's ``fuzz.clusters``) but masked: they neither stop
+the hypothesis run nor count against any budget, so the search -- and the shrinker, which
+keeps only examples that still fail in a new cluster -- goes on towards new clusters. Each
+shard keeps its own book: a round is one hypothesis run; it ends at the first example with
+a new cluster, which is shrunk and written, and the next round starts with that cluster
+known. An engine leaves a shard after ``max_findings`` distinct clusters (default 20); a
+shard ends when its pool is empty, the reference has ``max_findings`` clusters, or its
+examples or time cap are spent. Across shards (``clusters.ClusterMerge``, plan order)
+each cluster keeps its first written finding, a cluster with the cause of a kept one is
+``same-cause``, and an engine keeps at most ``max_findings`` clusters: only those
+findings go into ``divergences.jsonl`` (``FuzzHunt.keep``), so each cluster still has
+exactly one written finding, its shrunk, minimised example.
 
 Comparison, counting and finding records are the ordinary pipeline's:
-``verify.comparison.compare_batch``, engines from the job's ``EnginePool``, the
-manifest and summary of ``verify.job.CommandJob``. Every example hypothesis
-executes (search and shrink steps) is one sample in ``counts``, and so is every
-stress sample; cluster ``hits`` count search examples and stress samples only.
+``verify.comparison.compare_batch``, the shard runner's engines, the manifest and summary
+of ``verify.rundir``. Every example hypothesis executes (search and shrink steps) is one
+sample in ``counts``, and so is every stress sample; cluster ``hits`` count search
+examples and stress samples only; ``counts.findings`` counts the findings kept.
 
 Budget: ``max_examples`` examples and ``budget_s`` seconds (defaults 2000 or
-``$VERIFY_FUZZ_EXAMPLES``, and 60 s). With the stress phase on (the default;
-``stress=False`` / ``--no-stress`` skips it) the search stops at
-``1 - STRESS_SHARE`` of the budget, and the stress phase runs until the budget
-ends, but for at least ``STRESS_SHARE`` of it. Shrinking a found failure is not
-cut by ``budget_s``; it has its own limit of ``SHRINK_S`` seconds per finding.
+``$VERIFY_FUZZ_EXAMPLES``, and 60 s). The time budget only caps: it is split at plan time
+into per-shard caps (``options["shard_cap_s"]``: the search shards share ``1 - STRESS_SHARE``
+of it, the stress shards the rest; without stress, the search shards all of it). A shard
+that hit its cap says so (``fuzz.capped`` lists them): only uncapped shards are sure to give
+the same findings again. Shrinking a found failure is not cut by the cap; it has its own
+limit of ``SHRINK_S`` seconds per finding.
 
-Replay: hypothesis' example database (``adversarial/hypothesis/`` under the
-project directory by default) keeps failing examples keyed by the reference, the
-candidates still in the pool and the round, so the next ``verify fuzz`` with the
-same engines tries them first. Stress findings carry their recipe
+Replay: hypothesis' example database (``adversarial/hypothesis/`` under the project
+directory by default) keeps failing examples keyed by the reference, the candidates
+still searched, the shard's family and seed index, and the round, so the next
+``verify fuzz`` with the same engines tries them first. Shards read it as it was when
+the run started and ``finish`` writes what they saved. Stress findings carry their recipe
 (``fields["stress"]``, ``verify.adversarial.stress.shapes.from_recipe``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import time
-from dataclasses import dataclass, field
+import math
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
+from verify.adversarial.fuzz.hunt import (DEFAULT_BUDGET_S, DEFAULT_DATABASE, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS,
+                                          EXAMPLES_ENV, SHARD_EXAMPLES, SHRINK_S, SOURCE, STRESS_SHARE, Divergence,
+                                          Round, apply_database_changes, check_options, default_examples, fuzz_shard,
+                                          resolve_database, shard_seed)
 from verify.allowlist import Allowlist
-from verify.comparison import Side, compare_batch
+from verify.corpora.shards import Shard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
-from verify.findings import Finding
-from verify.batches import encode_all
-from verify.sample import Sample
+from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 
-DEFAULT_EXAMPLES = 2000
-DEFAULT_BUDGET_S = 60.0
-DEFAULT_DATABASE = Path("adversarial/hypothesis")
-DEFAULT_MAX_FINDINGS = 20
-SHRINK_S = 120.0
-MINIMISE_S = 10.0  # per cause: the minimiser's time and call limits
-MINIMISE_CALLS = 2000
-STRESS_SHARE = 0.25
-EXAMPLES_ENV = "VERIFY_FUZZ_EXAMPLES"
-SOURCE = "fuzz"
-
-
-class Divergence(Exception):
-    """Raised inside the hypothesis test when an example fails in a new cluster: carries
-    the sample and its findings of new clusters."""
-
-    def __init__(self, sample, findings: list[Finding]):
-        self.sample = sample
-        self.findings = findings
-        kinds = ", ".join(f"{f.kind} in {f.engine}" for f in findings)
-        super().__init__(f"{kinds} on {sample.text[:200]!r}")
-
-
-class _BudgetSpent(BaseException):
-    """Stops a hypothesis run when the time budget is spent (a BaseException, so
-    hypothesis does not take it for a failure and shrink it)."""
-
-
-@dataclass
-class Round:
-    candidates: list[str]
-    examples: int = 0  # generated while searching (counted against max_examples)
-    shrink_examples: int = 0  # run while shrinking a failure
-    masked: int = 0  # findings of known clusters met while searching
-    folded: int = 0  # new clusters met while searching whose cause was found before
-    found: list[str] = field(default_factory=list)  # the cluster keys written (engine: key)
-    ended: str = ""  # "finding" | "examples" | "time" | "shrink-time" | "flaky"
-    seconds: float = 0.0
-
-    def as_dict(self) -> dict:
-        return {"candidates": self.candidates, "examples": self.examples, "shrink_examples": self.shrink_examples,
-                "masked": self.masked, "folded": self.folded, "found": self.found, "ended": self.ended, "seconds": round(self.seconds, 3)}
+__all__ = ["DEFAULT_BUDGET_S", "DEFAULT_DATABASE", "DEFAULT_EXAMPLES", "DEFAULT_MAX_FINDINGS", "EXAMPLES_ENV",
+           "SHRINK_S", "SOURCE", "STRESS_SHARE", "Divergence", "FuzzHunt", "FuzzResult", "Round", "fuzz",
+           "run_fuzz"]
 
 
 @dataclass
@@ -105,8 +82,8 @@ class FuzzResult:
     counts: Counts
     out: Path
     manifest: dict
-    findings: list[dict]
-    rounds: list[Round]
+    findings: list[dict]  # the kept findings (divergences.jsonl)
+    rounds: list[Round]  # every search shard's, in plan order
 
     @property
     def found(self) -> bool:
@@ -117,51 +94,194 @@ class FuzzResult:
         return self.manifest["fuzz"]["clusters"]
 
 
-def default_examples() -> int:
-    raw = os.environ.get(EXAMPLES_ENV)
-    if not raw:
-        return DEFAULT_EXAMPLES
-    try:
-        value = int(raw)
-    except ValueError:
-        raise UsageError(f"${EXAMPLES_ENV} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise UsageError(f"${EXAMPLES_ENV} must be at least 1")
-    return value
+class FuzzHunt(Hunt):
+    name = "fuzz"
+    label = "verify fuzz"
+    task = staticmethod(fuzz_shard)
+
+    def __init__(self, reference: str | None, candidates: Sequence[str], job: JobOptions, *,
+                 max_examples: int | None = None, budget_s: float | None = None, seed: int | None = None,
+                 database_dir: Path | None = DEFAULT_DATABASE, max_findings: int | None = DEFAULT_MAX_FINDINGS,
+                 allowlist: Allowlist | None = None, tags: list | None = None, stress: bool | None = True,
+                 stress_cuts: Sequence[int] | None = None, long_max: int | None = None):
+        """``None`` (and, for ``database_dir``, the default) leaves an option unsaid: its default,
+        or on ``--resume`` the run's saved value."""
+        self.reference, self.candidates, self.job = reference, list(candidates or []), job
+        self.max_examples, self.budget_s, self.seed = max_examples, budget_s, seed
+        self.database_dir, self.max_findings, self.stress = database_dir, max_findings, stress
+        self.stress_cuts = None if stress_cuts is None else sorted(stress_cuts)
+        self.long_max = long_max
+        self.allowlist_doc = allowlist.as_dict() if allowlist is not None else None
+        self.tag_rows = None if tags is None else [_tag_row(rule) for rule in tags if rule.known]
+        self.seed_drawn = False
+
+    def fill_from(self, saved) -> None:
+        opts = saved.options
+        self.reference = self.reference or saved.reference
+        self.candidates = self.candidates or list(saved.requested)
+        for name in ("max_examples", "budget_s", "seed", "max_findings", "stress", "stress_cuts", "long_max"):
+            if getattr(self, name) is None:
+                setattr(self, name, opts.get(name))
+        if self.database_dir is not None and Path(self.database_dir) == DEFAULT_DATABASE:
+            self.database_dir = Path(opts["database"]) if opts.get("database") else None
+        self.allowlist_doc = self.allowlist_doc if self.allowlist_doc is not None else opts.get("allowlist")
+        self.tag_rows = self.tag_rows if self.tag_rows is not None else opts.get("tags")
+        self.seed_drawn = bool(saved.sources and saved.sources[0].get("seed_drawn"))
+
+    def plan(self) -> HuntPlan:
+        from verify.adversarial.fuzz import strategies
+        from verify.adversarial.stress import shapes
+
+        if not self.reference:
+            raise UsageError("verify fuzz needs a reference engine: pass --reference SPEC")
+        if not self.candidates:
+            raise UsageError("no candidate engine: pass --candidate SPEC")
+        if self.reference in self.candidates:
+            raise UsageError(f"'{self.reference}' is both the reference and a candidate")
+        max_examples = default_examples() if self.max_examples is None else self.max_examples
+        budget_s = DEFAULT_BUDGET_S if self.budget_s is None else self.budget_s
+        max_findings = DEFAULT_MAX_FINDINGS if self.max_findings is None else self.max_findings
+        stress = True if self.stress is None else bool(self.stress)
+        long_max = strategies.LONG_RUN_MAX if self.long_max is None else self.long_max
+        cuts = sorted(shapes.CUTS) if self.stress_cuts is None else list(self.stress_cuts)
+        if self.seed is None:  # drawn once, saved in the plan: every worker and a resume agree on it
+            self.seed, self.seed_drawn = secrets.randbelow(2**63), True
+        check_options(max_examples, budget_s, self.seed, max_findings, long_max, cuts)
+        database = resolve_database(self.database_dir)
+        if self.tag_rows is None:
+            from verify.classify import load_tags
+
+            self.tag_rows = [_tag_row(rule) for rule in load_tags() if rule.known]
+        search, stressed = _search_units(max_examples, list(strategies.STRATEGIES)), []
+        if stress:
+            stressed = ([("big-batch", list(shapes.BIG_BATCH_SIZES), [])] if shapes.BIG_BATCH_SIZES else []) + \
+                       [(f"cut-{cut}", [], [cut]) for cut in cuts]
+        caps = {"search": round(budget_s * ((1 - STRESS_SHARE) if stressed else 1) / len(search), 6),
+                "stress": round(budget_s * STRESS_SHARE / len(stressed), 6) if stressed else 0.0}
+        shards = [Shard(SOURCE, "fuzz", path=f"fuzz:{family}#{k}", start=k, stop=n,
+                        extra={"phase": "search", "family": family, "k": k, "seed": shard_seed(self.seed, family, k),
+                               "examples": n, "cap_s": caps["search"]}) for family, k, n in search]
+        shards += [Shard("fuzz-stress", "fuzz", path=f"fuzz-stress:{label}",
+                         extra={"phase": "stress", "batch_sizes": sizes, "cuts": at, "cap_s": caps["stress"]})
+                   for label, sizes, at in stressed]
+        options = {"max_examples": max_examples, "budget_s": budget_s, "seed": self.seed,
+                   "max_findings": max_findings, "stress": stress, "stress_cuts": cuts, "long_max": long_max,
+                   "database": str(database) if database is not None else None, "allowlist": self.allowlist_doc,
+                   "tags": self.tag_rows, "shard_examples": SHARD_EXAMPLES, "shard_cap_s": caps,
+                   "shrink_s": SHRINK_S, "stress_share": STRESS_SHARE, "timeout_s": self.job.engine.timeout_s,
+                   "memory_limit_mb": self.job.engine.memory_limit_mb}
+        sources = [{"name": SOURCE, "kind": "hypothesis", "strategies": sorted(strategies.STRATEGIES),
+                    "seeds_per_strategy": max(k for _, k, _ in search) + 1, "seed": self.seed,
+                    "seed_drawn": self.seed_drawn, "long_run_max": long_max}]
+        if stress:
+            sources.append({"name": "fuzz-stress", "kind": "stress", "big_batch_sizes": list(shapes.BIG_BATCH_SIZES),
+                            "cuts": cuts, "probes": len(shapes.PROBES)})
+        return HuntPlan(self.reference, list(self.candidates), list(self.candidates), sources, shards, options)
+
+    def keep(self):
+        """Only the kept finding of each cluster (the first written in plan order), once."""
+        from verify.rundir.plan import load_plan
+        from verify.rundir.store import ShardStore
+
+        plan = load_plan(self.job.out)
+        store = ShardStore(self.job.out)
+        kept = read_shards(plan, store, store.committed([s.id for s in plan.shards])).clusters.kept
+        seen: set[str] = set()
+
+        def keep(record: dict) -> bool:
+            key = record.get("finding_key")
+            if key not in kept or key in seen:
+                return False
+            seen.add(key)
+            return True
+
+        return keep
+
+    def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
+        from verify.adversarial.fuzz.stress_phase import merge_reports
+        from verify.pipeline.run import FINDINGS_FILE
+
+        opts = plan.options
+        database = Path(opts["database"]) if opts.get("database") else None
+        shards = read_shards(plan, store, markers, database)
+        counts = store.totals(markers)
+        with open(out / FINDINGS_FILE, encoding="utf-8") as fh:
+            counts.findings = sum(1 for _ in fh)  # the kept findings, not every shard's
+        clusters = shards.clusters.as_list()
+        fuzz = {"max_examples": opts["max_examples"], "budget_s": opts["budget_s"], "seed": opts["seed"],
+                "seed_drawn": bool(plan.sources and plan.sources[0].get("seed_drawn")), "shrink_s": opts["shrink_s"],
+                "max_findings": opts["max_findings"], "max_findings_means": "distinct clusters per engine",
+                "database": opts["database"], "rounds": shards.rounds, "allowlist": opts["allowlist"],
+                "known_tag_rules": len(opts["tags"]), "clusters": clusters,
+                "masked": sum(c["masked"] for c in clusters),
+                "stress": {"enabled": opts["stress"], "share": opts["stress_share"],
+                           **merge_reports(shards.stress, tuple(opts["stress_cuts"]))},
+                "special_segments": shards.special, "shards": {"total": len(plan.shards), "committed": len(markers)},
+                "shard_cap_s": opts["shard_cap_s"], "capped": shards.capped,
+                "max_findings_reached": dict(shards.clusters.over_cap),
+                "unlisted_hits": dict(shards.clusters.unlisted)}
+        return {"fuzz": fuzz, "counts": counts.as_dict()}
 
 
-def resolve_database(database_dir: Path | None) -> Path | None:
-    if database_dir is None:
-        return None
-    if not database_dir.is_absolute():
-        from verify.config import project_dir
-
-        database_dir = project_dir() / database_dir
-    return database_dir
+def _tag_row(rule) -> dict[str, Any]:
+    return {"engine": rule.engine.pattern, "signature": rule.signature.pattern, "tag": rule.tag, "link": rule.link}
 
 
-def cause_of(finding: Finding, reference, executor) -> tuple[str, list] | None:
-    """``(cause_key, segments)`` of the finding's minimised reproducer (the minimiser and the
-    predicate triage uses), or None when it does not reproduce or is too costly to minimise
-    (crashes and timeouts: every try restarts a worker or waits out the timeout)."""
-    if finding.kind not in ("ids", "error"):
-        return None
-    from verify.classify import cause_key
-    from verify.minimize import minimise
-    from verify.triage import still_fails
-
-    error_type = (finding.fields.get("error") or {}).get("type")
-    result = minimise(finding.sample, still_fails(finding.kind, reference, executor, error_type),
-                      budget_s=MINIMISE_S, max_calls=MINIMISE_CALLS)
-    if not result.reproduced:
-        return None
-    segments = [[s.text, s.allow_special] for s in result.sample.segments]
-    return cause_key(finding.engine, finding.kind, segments), segments
+def _search_units(max_examples: int, families: list[str]) -> list[tuple[str, int, int]]:
+    """``(family, seed index, examples)`` of each search shard: seed 0 of every family first, the
+    examples split evenly (the first shards one more), shards without examples left out."""
+    seeds = max(1, math.ceil(max_examples / (len(families) * SHARD_EXAMPLES)))
+    units = [(family, k) for k in range(seeds) for family in families]
+    share, rest = divmod(max_examples, len(units))
+    return [(family, k, share + (i < rest)) for i, (family, k) in enumerate(units) if share + (i < rest) > 0]
 
 
-def _sort_key(sample) -> tuple:
-    """Hypothesis-like order for 'smaller': fewer characters, fewer segments, lower code points."""
-    return (len(sample.text), len(sample.segments), sample.text)
+class ShardsRead:
+    """What ``read_shards`` gathers from the committed extras, in plan order."""
+
+    def __init__(self, max_findings: int):
+        from verify.adversarial.fuzz.clusters import ClusterMerge
+
+        self.clusters = ClusterMerge(max_findings)
+        self.rounds: list[dict] = []
+        self.stress: list[dict] = []
+        self.capped: list[str] = []
+        self.special: bool | None = None  # special-token segments in the search (None: no search shard ran)
+
+
+def read_shards(plan, store, markers: dict[int, dict], database: Path | None = None) -> ShardsRead:
+    """Stream the committed shards' extras once; with ``database``, write their example saves there."""
+    read = ShardsRead(plan.options["max_findings"])
+    for index, extra in store.extras(markers):
+        read.clusters.add(extra["book"])
+        if extra.get("capped"):
+            read.capped.append(plan.shards[index].id)
+        if extra["phase"] == "search":
+            read.rounds += extra["rounds"]
+            read.special = extra["special"] if read.special is None else read.special and extra["special"]
+        else:
+            read.stress.append(extra["stress"])
+        if database is not None and extra.get("database"):
+            apply_database_changes(database, extra["database"])
+    read.clusters.resolve()
+    return read
+
+
+def fuzz_result(out: Path, manifest: dict[str, Any]) -> FuzzResult:
+    """The result of a finished fuzz run, from what it committed."""
+    from verify.findings import read_findings
+    from verify.pipeline.run import FINDINGS_FILE
+
+    rounds = [Round.from_dict(r) for r in (manifest.get("fuzz") or {}).get("rounds", [])]
+    return FuzzResult(Counts.from_dict(manifest["counts"]), out, manifest, list(read_findings(out / FINDINGS_FILE)),
+                      rounds)
+
+
+def run_fuzz(hunt: FuzzHunt, job: JobOptions) -> FuzzResult:
+    """Run the hunt on the one driver (no triage: the clusters are the fuzzer's own)."""
+    from verify.driver import run_hunt
+
+    return fuzz_result(job.out, run_hunt(hunt, job, triage=None).manifest)
 
 
 def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, max_examples: int | None = None,
@@ -170,199 +290,13 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
          max_findings: int = DEFAULT_MAX_FINDINGS, argv: list[str] | None = None,
          allowlist: Allowlist | None = None, tags: list | None = None, stress: bool = True,
          stress_cuts: tuple[int, ...] | None = None) -> FuzzResult:
-    """Fuzz ``candidate_specs`` against ``reference_spec``; write findings, manifest
-    and summary into ``out_dir``. ``database_dir=None`` keeps no example database;
-    a relative one is taken from the project directory. ``tags`` are the known-cluster
-    rules (default: ``adversarial/tags.toml``); ``stress_cuts`` the chunking thresholds
-    of the stress phase (default ``stress.CUTS``)."""
-    from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-    from hypothesis import seed as hypothesis_seed
-    from hypothesis.database import DirectoryBasedExampleDatabase
-    from hypothesis.errors import Flaky
-
-    from verify.adversarial.fuzz import strategies
-    from verify.adversarial.stress import shapes as stress_shapes
-    from verify.adversarial.fuzz.clusters import ClusterBook
-    from verify.adversarial.fuzz.stress_phase import StressPhase
-    from verify.classify import load_tags
-    from verify.job import CommandJob
-
-    candidates = list(candidate_specs)
-    if not candidates:
-        raise UsageError("no candidate engine: pass --candidate SPEC")
-    if reference_spec in candidates:
-        raise UsageError(f"'{reference_spec}' is both the reference and a candidate")
-    max_examples = default_examples() if max_examples is None else max_examples
-    budget_s = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    if max_examples < 1:
-        raise UsageError("--max-examples must be at least 1")
-    if budget_s <= 0:
-        raise UsageError("--budget must be positive")
-    if max_findings < 1:
-        raise UsageError("--max-findings must be at least 1")
-    database_dir = resolve_database(database_dir)
-    database = DirectoryBasedExampleDatabase(str(database_dir)) if database_dir is not None else None
-    long_max = strategies.LONG_RUN_MAX if long_max is None else long_max
-    book = ClusterBook(allowlist, load_tags() if tags is None else tags)
-
-    with CommandJob("fuzz", out_dir, argv or [], engine) as job:
-        reference, *pool = job.pool.start([reference_spec, *candidates])
-        job.reference, job.candidates = reference_spec, candidates
-        special = all(ex.capabilities.special_tokens for ex in [reference, *pool])
-        documents = strategies.documents(special=special, long_max=long_max)
-        job.sources = [{"name": SOURCE, "kind": "hypothesis", "strategies": sorted(strategies.STRATEGIES),
-                        "special_segments": special, "long_run_max": long_max}]
-        if stress:
-            job.sources.append({"name": "fuzz-stress", "kind": "stress",
-                                "big_batch_sizes": list(stress_shapes.BIG_BATCH_SIZES),
-                                "cuts": sorted(stress_cuts or stress_shapes.CUTS),
-                                "probes": len(stress_shapes.PROBES)})
-        counts = job.counts
-        records: list[dict] = []
-        rounds: list[Round] = []
-        started = time.monotonic()
-        search_deadline = started + budget_s * ((1 - STRESS_SHARE) if stress else 1)
-        examples_left = max_examples
-        info = job.extra["fuzz"] = {
-            "max_examples": max_examples, "budget_s": budget_s, "seed": seed, "shrink_s": SHRINK_S,
-            "max_findings": max_findings, "max_findings_means": "distinct clusters per engine",
-            "database": str(database_dir) if database_dir is not None else None, "rounds": [],
-            "allowlist": book.allowlist.as_dict() if allowlist is not None else None,
-            "known_tag_rules": len(book.tags), "clusters": [], "masked": 0,
-            "stress": {"enabled": stress, "share": STRESS_SHARE}}
-
-        def write(finding: Finding, source: str, key: str | None = None,
-                  cause: tuple[str, list] | None = None) -> dict:
-            record = job.writer.write(finding)
-            book.add(finding, record, source, cause, key)
-            records.append(record)
-            return record
-
-        executors = {ex.spec: ex for ex in [reference, *pool]}
-        causes: dict[tuple, tuple[str, list] | None] = {}
-
-        def cause(finding: Finding) -> tuple[str, list] | None:
-            ident = (finding.engine, finding.kind, finding.sample.segments)
-            if ident not in causes:
-                causes[ident] = cause_of(finding, reference, executors[finding.engine])
-            return causes[ident]
-
-        def folded(finding: Finding) -> bool:
-            """A new cluster with the cause of one found before: known from now on, not written."""
-            found_cause = cause(finding)
-            into = book.same_cause(finding, found_cause)
-            if into is not None:
-                book.fold(finding, found_cause, into)
-            return into is not None
-
-        def compare(sample, active) -> list[Finding]:
-            executors = [reference, *active]
-            delta, findings = compare_batch([sample], encode_all(executors, [sample]),
-                                            [Side(ex.spec, ex.token_bytes) for ex in executors], SOURCE)
-            counts.add(delta)
-            return findings
-
-        def one_round(rnd: Round, active: list) -> tuple[object, list[Finding]] | None:
-            """One hypothesis run over the engines still searched. Returns (sample, findings) of its
-            shrunk example with a new cluster, or None when the budget ended it without one."""
-            best: list = []  # smallest example with a new cluster seen, in case the run is cut short
-            shrink_deadline: list[float] = []
-
-            def check(sample) -> None:
-                now = time.monotonic()
-                if not shrink_deadline and now > search_deadline:
-                    rnd.ended = "time"
-                    raise _BudgetSpent
-                if shrink_deadline and now > shrink_deadline[0]:
-                    rnd.ended = "shrink-time"
-                    raise _BudgetSpent
-                findings = compare(sample, active)
-                searching = not shrink_deadline
-                if searching:
-                    rnd.examples += 1
-                else:
-                    rnd.shrink_examples += 1
-                new = book.observe(findings, count=searching)
-                if searching:
-                    rnd.masked += len(findings) - len(new)
-                    fresh = [f for f in new if not folded(f)]  # the search goes on past a known cause
-                    rnd.folded += len(new) - len(fresh)
-                    new = fresh
-                if new:
-                    if searching:
-                        shrink_deadline.append(now + SHRINK_S)
-                    if not best or _sort_key(sample) < _sort_key(best[0]):
-                        best[:] = [sample, new]
-                    raise Divergence(sample, new)
-
-            # Saved examples are keyed by the engines compared and the round, so they replay
-            # for the same pool and are not dropped by a round in which they are known.
-            key = "\n".join([reference_spec, *rnd.candidates, str(special), str(long_max), str(len(rounds))])
-            check._hypothesis_internal_add_digest = hashlib.sha256(key.encode()).digest()
-            test = settings(
-                max_examples=examples_left, deadline=None, database=database, derandomize=False,
-                suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
-                verbosity=Verbosity.quiet, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-            )(given(documents)(check))
-            if seed is not None:
-                test = hypothesis_seed(seed + len(rounds))(test)
-            try:
-                test()
-            except Divergence as exc:
-                rnd.ended = "finding"
-                return exc.sample, exc.findings
-            except Flaky:
-                rnd.ended = "flaky"  # the shrunk example did not fail again (a timeout, say): keep the best seen
-            except _BudgetSpent:
-                pass
-            else:
-                rnd.ended = rnd.ended or "examples"
-            return (best[0], best[1]) if best else None
-
-        def smallest(finding: Finding, active: list) -> Finding:
-            """The finding on its minimised reproducer when that is smaller and in the same cluster."""
-            found_cause = cause(finding)
-            if found_cause is None:
-                return finding
-            small = Sample.from_segments(strategies.sample_id(found_cause[1]), found_cause[1])
-            if _sort_key(small) >= _sort_key(finding.sample):
-                return finding
-            key = book.key(finding)
-            same = [f for f in compare(small, active) if f.engine == finding.engine and book.key(f) == key]
-            if same:
-                causes[(finding.engine, finding.kind, small.segments)] = found_cause
-            return same[0] if same else finding
-
-        def still(active: list) -> list:
-            return [ex for ex in active if book.found(ex.spec) < max_findings]
-
-        active = list(pool)
-        try:
-            while active and examples_left > 0 and time.monotonic() < search_deadline:
-                rnd = Round([ex.spec for ex in active])
-                rounds.append(rnd)
-                t0 = time.monotonic()
-                found = one_round(rnd, active)
-                rnd.seconds = time.monotonic() - t0
-                examples_left -= max(1, rnd.examples)
-                for finding in found[1] if found else ():
-                    if not book.known(finding) and not folded(finding):
-                        finding = smallest(finding, active)
-                        write(finding, "hypothesis", cause=cause(finding))
-                        rnd.found.append(f"{finding.engine}: {book.key(finding)}")
-                info["rounds"].append(rnd.as_dict())
-                if found is None:
-                    break
-                active = still(active) if book.found(reference.spec) < max_findings else []
-            if stress and active:
-                stress_deadline = max(started + budget_s, time.monotonic() + budget_s * STRESS_SHARE)
-                phase = StressPhase(reference, book, write, counts, max_findings, cuts=stress_cuts, cause=cause,
-                                    fold=folded)
-                try:
-                    phase.run(active, stress_deadline)
-                finally:
-                    info["stress"].update(phase.report)
-        finally:
-            info["clusters"] = book.as_list()
-            info["masked"] = book.masked()
-    return FuzzResult(counts, out_dir, job.manifest, records, rounds)
+    """Fuzz ``candidate_specs`` against ``reference_spec`` into ``out_dir`` with one worker (the
+    signature of the days before the pipeline; ``verify.jobs.fuzz.fuzz_job`` takes ``JobOptions``).
+    ``database_dir=None`` keeps no example database; a relative one is taken from the project
+    directory. ``tags`` are the known-cluster rules (default: ``adversarial/tags.toml``);
+    ``stress_cuts`` the chunking thresholds of the stress shards (default ``stress.CUTS``)."""
+    job = JobOptions(out=Path(out_dir), engine=engine or EngineOptions(), workers=1, progress=False,
+                     minimize_budget_s=0, argv=list(argv or []))
+    return run_fuzz(FuzzHunt(reference_spec, candidate_specs, job, max_examples=max_examples, budget_s=budget_s,
+                             seed=seed, database_dir=database_dir, max_findings=max_findings, allowlist=allowlist,
+                             tags=tags, stress=stress, stress_cuts=stress_cuts, long_max=long_max), job)

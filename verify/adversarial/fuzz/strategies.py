@@ -17,7 +17,8 @@ special-token matching tend to disagree between implementations:
   mixed_scripts        words from different scripts, adjacent or spaced
   any_text             arbitrary text (no surrogates), so nothing is ruled out
 
-``documents()`` composes them into a ``Sample``; ``segments()`` builds
+``documents()`` composes them into a ``Sample`` (``documents(family=NAME)``: one strategy
+only, as each search shard of ``verify fuzz`` uses); ``segments()`` builds
 ``[(text, allow_special), ...]`` lists with structural special tokens between
 ordinary segments. All characters come from ``ALPHABETS`` (one table); no
 strategy produces a surrogate code point. When a strategy is shrunk, hypothesis
@@ -267,15 +268,16 @@ STRATEGIES = {
 }
 
 
-def hostile_text(long_max: int = LONG_RUN_MAX) -> st.SearchStrategy[str]:
-    """One piece from any strategy."""
-    return st.one_of([make(long_max) if name == "long_runs" else make() for name, make in STRATEGIES.items()])
+def hostile_text(long_max: int = LONG_RUN_MAX, family: str | None = None) -> st.SearchStrategy[str]:
+    """One piece from any strategy (``family``: from that one only)."""
+    names = list(STRATEGIES) if family is None else [family]
+    return st.one_of([STRATEGIES[name](long_max) if name == "long_runs" else STRATEGIES[name]() for name in names])
 
 
-def texts(long_max: int = LONG_RUN_MAX) -> st.SearchStrategy[str]:
+def texts(long_max: int = LONG_RUN_MAX, family: str | None = None) -> st.SearchStrategy[str]:
     """1..4 hostile pieces concatenated, sometimes with a space or newline between."""
     glue = st.sampled_from(("", " ", "\n"))
-    piece = st.tuples(hostile_text(long_max), glue).map("".join)
+    piece = st.tuples(hostile_text(long_max, family), glue).map("".join)
     return st.lists(piece, min_size=1, max_size=4).map("".join)
 
 
@@ -283,12 +285,16 @@ def structural_special() -> st.SearchStrategy[str]:
     return st.sampled_from(SPECIAL_TOKENS[:1] + SPECIAL_TOKENS)  # <|endoftext|> twice as likely
 
 
-def segments(long_max: int = LONG_RUN_MAX) -> st.SearchStrategy[list[tuple[str, bool]]]:
+def segments(long_max: int = LONG_RUN_MAX, family: str | None = None) -> st.SearchStrategy[list[tuple[str, bool]]]:
     """``[(text, allow_special), ...]``: ordinary segments (which may contain special-token
     look-alikes that must stay text) around structural special tokens; sometimes an
-    allowed segment holds text with literals in it."""
-    plain = texts(long_max).map(lambda t: (t, False))
-    special = st.one_of(structural_special(), special_literals(), texts(long_max)).map(lambda t: (t, True))
+    allowed segment holds text with literals in it. With a ``family``, the texts come from
+    that strategy only (control-token literals in allowed segments: ``special_literals``'s)."""
+    plain = texts(long_max, family).map(lambda t: (t, False))
+    allowed = [structural_special(), texts(long_max, family)]
+    if family in (None, "special_literals"):
+        allowed.insert(1, special_literals())
+    special = st.one_of(allowed).map(lambda t: (t, True))
     return st.lists(st.one_of(plain, special), min_size=1, max_size=6)
 
 
@@ -297,8 +303,24 @@ def sample_id(segs) -> str:
     return "fuzz:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
-def documents(special: bool = True, long_max: int = LONG_RUN_MAX) -> st.SearchStrategy[Sample]:
+def document_segments(special: bool = True, long_max: int = LONG_RUN_MAX, family: str | None = None
+                      ) -> st.SearchStrategy[list[tuple[str, bool]]]:
+    """What ``documents`` draws, as ``[(text, allow_special), ...]``. ``family``: one strategy of
+    ``STRATEGIES`` only (a ``verify fuzz`` search shard). Plain lists and tuples on purpose:
+    hypothesis keeps a weak reference to each drawn object it can, and shrinks differently when
+    the garbage collector has taken it, so a drawn ``Sample`` would make shrinking depend on the
+    process it runs in."""
+    if family is not None and family not in STRATEGIES:
+        raise ValueError(f"unknown strategy family {family!r} (one of {', '.join(STRATEGIES)})")
+    plain = texts(long_max, family).map(lambda t: [(t, False)])
+    return st.one_of(plain, segments(long_max, family)) if special else plain
+
+
+def documents(special: bool = True, long_max: int = LONG_RUN_MAX, family: str | None = None
+              ) -> st.SearchStrategy[Sample]:
     """A Sample: plain hostile text, or (when ``special``) a segment list with special tokens."""
-    plain = texts(long_max).map(lambda t: [(t, False)])
-    segs = st.one_of(plain, segments(long_max)) if special else plain
-    return segs.map(lambda s: Sample.from_segments(sample_id(s), s))
+    return document_segments(special, long_max, family).map(to_sample)
+
+
+def to_sample(segs) -> Sample:
+    return Sample.from_segments(sample_id(segs), segs)

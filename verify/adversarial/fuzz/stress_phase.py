@@ -1,5 +1,8 @@
 """The stress phase of ``verify fuzz``: the serving shapes of ``verify.adversarial.stress.shapes``
-through the reference and every candidate still searched, compared sample by sample.
+through the reference and every candidate, compared sample by sample. On the pipeline it runs
+as stress shards of the fuzz hunt (``verify.adversarial.fuzz.hunt``), each with its own
+``ClusterBook`` and time cap: one shard for the big batches, one per chunking threshold, so a
+first hit at one cut never leaves another cut untried.
 
   big batches  each batch of ``stress.BIG_BATCH_SIZES`` goes to every engine as ONE call
                (``encode_all``) and is compared with ``compare_batch`` in slices (so the
@@ -10,11 +13,15 @@ through the reference and every candidate still searched, compared sample by sam
                An engine whose batch bug is known (``ids/stress-only/big-batch`` or
                ``error/BatchCallFailed``) skips the larger batches: what they could show
                would be masked in that cluster. The first batch always runs; the larger
-               ones only in the phase's first half, so the thresholds keep half of it.
+               ones only before the deadline (in the phase's first half when the same phase
+               also runs threshold inputs, so the thresholds keep half of it).
   thresholds   ``stress.threshold_plan``, one input at a time, until the deadline (the first
                ``MIN_THRESHOLD_INPUTS`` whatever the time: a slow batch on a busy machine must
                not leave the chunking thresholds untried); an engine
                whose ``ids/stress-only/cut-N`` cluster is known skips the other inputs at cut N.
+
+A phase that stopped for its deadline says so: ``report["capped"]`` (a larger batch left out,
+or threshold inputs left untried). ``merge_reports`` joins the reports of a run's stress shards.
 
 Stress-only bugs. For an ``ids`` finding of a cluster not known yet, its *twin* is
 encoded by the reference and the finding's engine: the sample alone (big batch) or the
@@ -26,7 +33,7 @@ sample happened to contain). When the reference's own batch ids differ from its 
 call, the reference gets that finding.
 
 Every finding carries the sample's recipe in ``fields["stress"]`` and goes through the
-run's ``ClusterBook`` like a hypothesis finding: the first of a new cluster is written,
+shard's ``ClusterBook`` like a hypothesis finding: the first of a new cluster is written,
 the rest are counted; a short sample's new cluster whose minimised reproducer is that
 of a cluster already found is folded into it (``same-cause``), as in the search. An
 engine leaves after ``max_findings`` clusters.
@@ -86,13 +93,19 @@ class StressPhase:
     def run(self, active: list, deadline: float) -> list:
         started = time.monotonic()
         self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
-                                                    "chars": 0, "tiers_done": [], "ended": "not started"}}
-        # the big batches may use half of the phase at most: the threshold inputs find other bugs
-        # (chunking) and a slow batch must not leave them no time
-        batches_until = started + max(0.0, deadline - started) / 2
+                                                    "chars": 0, "tiers_done": [], "ended": "not started"},
+                       "cuts": sorted(stress.CUTS if self.cuts is None else self.cuts)}
+        # with threshold inputs to run as well, the big batches may use half of the phase at most:
+        # the threshold inputs find other bugs (chunking) and a slow batch must not leave them no time
+        thresholds = self.report["threshold"]["planned"]["inputs"] > 0
+        batches_until = started + max(0.0, deadline - started) / (2 if thresholds else 1)
+        capped = False
         for n, size in enumerate(self.batch_sizes):
             active = self._still(active)
-            if not active or self._done() or time.monotonic() >= (deadline if n == 0 else batches_until):
+            if not active or self._done():
+                break
+            if n > 0 and time.monotonic() >= batches_until:
+                capped = True
                 break
             # an engine whose batch bug is found skips the larger batches: their batch-only divergences
             # would all be masked in that cluster, and its local bugs show in the smaller batch's texts
@@ -100,6 +113,7 @@ class StressPhase:
             if fresh:
                 self._batch(fresh, size)
         self._thresholds(self._still(active), deadline)
+        self.report["capped"] = capped or self.report["threshold"]["ended"] == "time"
         self.report["seconds"] = round(time.monotonic() - started, 3)
         return self._still(active)
 
@@ -227,3 +241,30 @@ def twin(item: stress.Threshold, sample: Sample) -> Sample:
     """The characters around the probe of a threshold input: the same local text, far below the cut."""
     lo = max(0, item.at - TWIN_BEFORE)
     return Sample.plain(f"{sample.id}:twin", sample.text[lo:item.at + item.width + stress.TAIL])
+
+
+def merge_reports(reports: list[dict[str, Any]], cuts: tuple[int, ...] | None) -> dict[str, Any]:
+    """One report from the stress shards' (in plan order): their batches, and the threshold inputs
+    of every cut (``cuts``: each cut's own report, keyed by the cut)."""
+    merged: dict[str, Any] = {"batches": [], "threshold": {"planned": stress.plan_size(cuts), "inputs": 0, "chars": 0,
+                                                          "tiers_done": [], "ended": "not started", "cuts": {}},
+                              "capped": False, "seconds": 0.0}
+    threshold = merged["threshold"]
+    ended: list[str] = []
+    for report in reports:
+        merged["batches"] += report.get("batches", [])
+        merged["capped"] = merged["capped"] or bool(report.get("capped"))
+        merged["seconds"] = round(merged["seconds"] + float(report.get("seconds") or 0.0), 3)
+        part = report.get("threshold") or {}
+        if not part.get("planned", {}).get("inputs"):
+            continue
+        for name in ("inputs", "chars", "skipped"):
+            if part.get(name):
+                threshold[name] = threshold.get(name, 0) + part[name]
+        threshold["tiers_done"] = sorted(set(threshold["tiers_done"]) | set(part.get("tiers_done", [])))
+        for cut in report.get("cuts") or []:
+            threshold["cuts"][str(cut)] = part
+        ended.append(part.get("ended", "not started"))
+    if ended:  # the least finished cut says how the threshold inputs ended
+        threshold["ended"] = next((e for e in ("time", "not started", "pool empty") if e in ended), "done")
+    return merged
