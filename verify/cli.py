@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import os
 import sys
 
@@ -34,6 +35,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def check_finite(args: argparse.Namespace) -> None:
+    """No option takes nan or inf (argparse's ``float`` accepts both): one line, exit 2.
+    Ranges are each command's to check."""
+    for name, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, float) and not math.isfinite(v):
+                raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {v}")
+
+
 def _module(name: str):
     return importlib.import_module(f"verify.commands.{name}")
 
@@ -42,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
+        check_finite(args)
         args.argv = argv  # recorded in manifests as the command that ran
         return _module(args.command).run(args)
     except VerifyError as exc:

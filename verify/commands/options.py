@@ -119,6 +119,8 @@ def job_options(args, kind: str, engine: EngineOptions | None = None):
 
     check_positive(args.workers, "--workers")
     check_positive(args.ray_actors, "--ray-actors")
+    if not args.ray_cpus_per_actor > 0:
+        raise UsageError(f"--ray-cpus-per-actor must be positive, got {args.ray_cpus_per_actor:g}")
     if args.executor != "ray" and (args.ray_address or args.ray_actors):
         raise UsageError("--ray-address and --ray-actors go with --executor ray")
     budget = getattr(args, "minimize_budget", 0.0)
