@@ -2,7 +2,9 @@
 
 A record always carries the input that causes it: inline when it is at most
 ``INLINE_INPUT_LIMIT`` characters, otherwise in ``OUT/inputs/<input_key>.json``
-referenced by ``input_file``. Records are written once, by the stage that found
+referenced by ``input_file`` -- or, for a long input that is mostly repetition, as
+``input_runs`` (``[[[[unit, count], ...], allow_special], ...]``, ``verify.runs``), which
+rebuilds it exactly and is what reports show (``'1'×24998 + '\x1c' + '1'×2``). Records are written once, by the stage that found
 them; triage writes its results beside them (``triage.jsonl``), never into them.
 """
 
@@ -59,12 +61,40 @@ class Finding:
         }
         record.update(self.fields)
         segments = [[s.text, s.allow_special] for s in self.sample.segments]
+        runs = input_runs(self.sample)
+        if runs is not None:
+            record["input_runs"] = runs
         if sum(len(s.text) for s in self.sample.segments) <= INLINE_INPUT_LIMIT:
             record["input"] = segments
+            return record, None
+        if runs is not None:  # the runs rebuild the exact input: no file of its own
             return record, None
         name = f"inputs/{key}.json"
         record["input_file"] = name
         return record, (name, json.dumps({"keys_version": KEYS_VERSION, "segments": segments}, ensure_ascii=False))
+
+
+def input_runs(sample: Sample) -> list | None:
+    """``[[runs, allow_special], ...]`` (``verify.runs``) when the input is long and mostly
+    repetition -- what a person reads instead of 25,000 characters, and what rebuilds the
+    exact text (``sample_from_runs``) -- else None."""
+    from verify.runs import MIN_CHARS, compact
+
+    if sum(len(s.text) for s in sample.segments) < MIN_CHARS:
+        return None
+    out = []
+    for seg in sample.segments:
+        runs = compact(seg.text) if len(seg.text) >= MIN_CHARS else [[seg.text, 1]] if seg.text else []
+        if runs is None:
+            return None
+        out.append([runs, seg.allow_special])
+    return out
+
+
+def sample_from_runs(sample_id: str, runs: list) -> Sample:
+    from verify.runs import from_runs
+
+    return Sample.from_segments(sample_id, [(from_runs(r), bool(a)) for r, a in runs])
 
 
 def bad_input_record(source: str | None, position: str, reason: str, raw: bytes | str | None) -> dict[str, Any]:

@@ -17,8 +17,8 @@ First, when a segment's text is mostly repetition (``verify.runs.compact``: ``'1
 count is one element -- runs are dropped, then each count is bisected down to the smallest
 that still fails -- so a 10^6-character run costs about 20 calls per run, and a finding
 comes back as ``'a'×500`` or ``'1'×24998 + '\x1c' + '1'×2``, not as 25,000 characters.
-While the input is still longer than ``CHAR_PASSES_MAX`` characters of runs after that,
-the character passes below run only as their cheap whole-text forms.
+While the input is still more than ``RUN_CHARS`` characters of runs after that, the
+character passes below run only as their whole-text forms (a reproducer stays a run).
 
 Passes, repeated until a whole round changes nothing (or the budget ends):
   1. characters: delta debugging by chunk removal, coarse to fine — drop halves,
@@ -49,7 +49,7 @@ from verify.sample import Sample, Segment
 Segs = tuple[tuple[str, bool], ...]
 
 SIMPLEST = "a0 "  # preferred replacements, simplest first
-CHAR_PASSES_MAX = 4096  # longer inputs (after the run pass) get only the whole-text character passes
+RUN_CHARS = 256  # a text of runs longer than this (after the run pass) gets only whole-text character passes
 
 
 @dataclass(frozen=True)
@@ -165,12 +165,12 @@ class _Shrinker:
                 return
 
     def long_runs(self) -> bool:
-        """Still longer than ``CHAR_PASSES_MAX`` and made of runs: character passes would cost a
-        call per character of a run, and the run pass has done what they could."""
+        """Still longer than ``RUN_CHARS`` and made of runs: character passes would cost a call per
+        character of a run and break the run up, and the run pass has done what they could."""
         from verify.runs import compact
 
-        return sum(len(t) for t, _ in self.current) > CHAR_PASSES_MAX and \
-            all(len(t) <= CHAR_PASSES_MAX or compact(t) is not None for t, _ in self.current)
+        return sum(len(t) for t, _ in self.current) > RUN_CHARS and \
+            all(len(t) <= RUN_CHARS or compact(t) is not None for t, _ in self.current)
 
     # 0. runs: drop runs, bisect counts ---------------------------------------------
     def shrink_runs(self) -> None:

@@ -10,6 +10,7 @@ job function of its command (``verify.jobs``, ``verify.driver``). No argv is reb
     vocab       verify.jobs.vocab.vocab_job        clusters.json
     recheck     verify.jobs.recheck.recheck_job    recheck.json
     metamorphic verify.jobs.check.check_job        clusters.json, per candidate (OUT/checks/NAME/N-SPEC)
+    length      verify.jobs.length.length_job      clusters.json (the thresholds in length.json)
 
 A new kind is one row of ``KINDS`` and one function.
 """
@@ -23,7 +24,7 @@ from typing import Any, Callable
 from verify.errors import ConfigError
 from verify.gate import collect
 from verify.gate.check_run import CheckContext, CheckRun, fresh_folder, tally
-from verify.toml_config import NON_NEGATIVE, POSITIVE, boolean, choices, fraction, seconds, text, texts
+from verify.toml_config import NON_NEGATIVE, POSITIVE, boolean, choices, fraction, integer, seconds, text, texts
 
 Validator = Callable[[Any, str], Any]
 
@@ -208,6 +209,21 @@ def run_metamorphic(ctx: CheckContext, run: CheckRun) -> None:
     tally(run, outs, ctx.spec.allow_skipped)
 
 
+def run_length(ctx: CheckContext, run: CheckRun) -> None:
+    from verify.jobs.length import length_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    fresh_folder(out)
+    result = length_job(suite.reference, list(suite.candidates), _job(ctx, minimize_budget_s=ctx.spec.minimize_budget),
+                        max_chars=o.get("max_chars"), kinds=o.get("kinds"), families=o.get("families"))
+    for spec, doc in result.report["candidates"].items():
+        if doc["thresholds"]:
+            run.notes.append(f"{spec}: first divergent lengths " + ", ".join(
+                f"{t['length']:,} ({len(t['families'])} families)" for t in doc["thresholds"][:5]))
+    run.clusters = collect.triaged_clusters(out, ctx.spec.name, ctx.rel, suite.engine_options(), 0.0)
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
 def _metamorphic_checks(options: dict[str, Any], at: str) -> None:
     if "checks" in options:
         from verify.adversarial.checks.metamorphic import CHECKS
@@ -227,6 +243,8 @@ KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind("vocab", {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
                         "seed": NON_NEGATIVE, "max_findings": POSITIVE}, run_vocab),
     CheckKind("recheck", {"cases": text, "allow_unavailable": boolean}, run_recheck, paths=frozenset({"cases"})),
+    CheckKind("length", {"max_chars": integer(2), "kinds": choices("run", "block", "separator", "token", "special"),
+                         "families": texts}, run_length),
     CheckKind("metamorphic", {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
                               "stress_seconds": seconds(True)}, run_metamorphic, validate=_metamorphic_checks),
 ]}

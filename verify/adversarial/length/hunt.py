@@ -1,4 +1,4 @@
-"""``verify length sweep`` as a hunt on the one pipeline: one probe family per shard.
+"""``verify length sweep`` as a hunt on the one pipeline: a group of probe families per shard.
 
 Each shard grows its family's text, bisects the first divergent length per candidate
 and probes the cut (``search.FamilySearch``); the reference encodes each text once for
@@ -28,20 +28,26 @@ LENGTH_SCHEMA = "verify.length/1"
 KINDS = ("run", "block", "separator", "token", "special")
 
 
+GROUP_SIZE = 12  # families per shard: a threshold is probed once per shard
+
+
 def length_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
     from verify.adversarial.length.families import Family
-    from verify.adversarial.length.search import FamilySearch
+    from verify.adversarial.length.search import search_group
+    from verify.counts import Counts
 
     started = time.monotonic()
-    family = Family.from_dict(shard.extra["family"])
-    search = FamilySearch(family, executors, max_chars=context.params["max_chars"])
-    found = search.run()
-    result = ShardResult(index, shard.id, found.counts, worker=context.worker)
-    for finding in found.findings:
-        result.add_record(*finding.to_record())
+    families = [Family.from_dict(doc) for doc in shard.extra["families"]]
+    found = search_group(families, executors, max_chars=context.params["max_chars"])
+    result = ShardResult(index, shard.id, Counts(), worker=context.worker)
+    for family_result in found:
+        result.counts.add(family_result.counts)
+        for finding in family_result.findings:
+            result.add_record(*finding.to_record())
     result.counts.findings = len(result.records)
-    result.extra = {"family": family.name, "kind": family.kind,
-                    "candidates": {spec: st.as_dict() for spec, st in found.candidates.items()}}
+    result.extra = {"families": [{"family": r.family.name, "kind": r.family.kind,
+                                  "candidates": {spec: st.as_dict() for spec, st in r.candidates.items()}}
+                                 for r in found]}
     result.seconds = time.monotonic() - started
     return result
 
@@ -84,7 +90,9 @@ class LengthHunt(Hunt):
             if unknown:
                 raise UsageError(f"--family: no family {', '.join(unknown)} (e.g. {', '.join(f.name for f in chosen[:5])})")
             chosen = [f for f in chosen if f.name in self.only]
-        shards = [Shard("length", "length", path=f"length:{f.name}", extra={"family": f.as_dict()}) for f in chosen]
+        groups = [chosen[i:i + GROUP_SIZE] for i in range(0, len(chosen), GROUP_SIZE)]
+        shards = [Shard("length", "length", path=f"length:{g[0].name}..{g[-1].name}",
+                        extra={"families": [f.as_dict() for f in g]}) for g in groups]
         options = {"max_chars": self.max_chars, "kinds": self.kinds, "families": self.only,
                    "timeout_s": self.job.engine.timeout_s, "memory_limit_mb": self.job.engine.memory_limit_mb}
         source = {"name": "length families", "kind": "length", "families": len(chosen), "max_chars": self.max_chars,
@@ -104,10 +112,13 @@ class LengthHunt(Hunt):
 def length_report(plan, store, markers) -> dict[str, Any]:
     """``length.json``: per candidate, every family's first divergent length and the thresholds."""
     per: dict[str, dict[str, Any]] = {spec: {"families": {}} for spec in plan.candidates}
+    swept = 0
     for _, extra in store.extras(markers):
-        for spec, st in extra["candidates"].items():
-            if spec in per:
-                per[spec]["families"][extra["family"]] = {"kind": extra["kind"], **st}
+        for fam in extra["families"]:
+            swept += 1
+            for spec, st in fam["candidates"].items():
+                if spec in per:
+                    per[spec]["families"][fam["family"]] = {"kind": fam["kind"], **st}
     for spec, doc in per.items():
         thresholds: dict[int, list[str]] = {}
         for name, st in doc["families"].items():
@@ -118,4 +129,5 @@ def length_report(plan, store, markers) -> dict[str, Any]:
         doc["thresholds"] = [{"length": n, "cut": n - 1, "families": sorted(names)}
                              for n, names in sorted(thresholds.items())]
     return {"schema": LENGTH_SCHEMA, "reference": plan.reference, "max_chars": plan.options["max_chars"],
-            "families_swept": len(markers), "families_planned": len(plan.shards), "candidates": per}
+            "families_swept": swept, "families_planned": sum(len(s.extra["families"]) for s in plan.shards),
+            "candidates": per}

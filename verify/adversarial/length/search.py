@@ -16,6 +16,10 @@ For one family and every candidate at once (the reference encodes each text once
    boundary differs on a text the plain run does not explain, and its minimised
    reproducer (``'1'×24998 + '\\x1c' + '1'×2``) tells the two causes apart.
 
+A shard holds several families (``GroupSearch``); each threshold is probed once per shard
+and candidate, with the first family that found it, so a chunk size that a hundred
+families show costs one round of probes per shard, not a hundred.
+
 Every encoded text is one sample in the counts; findings are ``ids`` (or failure)
 findings carrying a ``length`` block (family, length, runs, threshold, probe), at most
 ``MAX_PROBE_FINDINGS`` per candidate and threshold (the rest counted), so memory does
@@ -56,6 +60,7 @@ class CandidateLength:
     first_divergent: int | None = None  # T: the first length that differs (T - 1 agrees)
     agrees_up_to: int = 0  # the longest length seen to agree
     reference_failed_at: int | None = None  # the reference itself failed: nothing to compare beyond
+    probed_by: str | None = None  # the family of the shard whose cut probes stand for this threshold
     probes: int = 0  # cut probes encoded
     probes_differing: int = 0
     probe_findings_dropped: int = 0
@@ -75,8 +80,12 @@ class FamilyResult:
 class FamilySearch:
     """One family through ``executors`` (the reference first)."""
 
-    def __init__(self, family: Family, executors: Sequence, *, max_chars: int, source: str = "length"):
+    def __init__(self, family: Family, executors: Sequence, *, max_chars: int, source: str = "length",
+                 probed: dict[tuple[str, int], str] | None = None):
+        """``probed``: (candidate, threshold) -> the family whose cut was probed; a threshold already
+        probed (by another family of the shard) is not probed again."""
         self.family, self.executors, self.max_chars, self.source = family, list(executors), max_chars, source
+        self.probed = probed if probed is not None else {}
         self.sides = [Side(ex.spec, ex.token_bytes) for ex in self.executors]
         self.result = FamilyResult(family, {ex.spec: CandidateLength() for ex in self.executors[1:]})
         self.result.counts.engine(self.executors[0].spec)
@@ -138,7 +147,12 @@ class FamilySearch:
                 if diff:
                     st.first_divergent = self._bisect(ex, previous, n)
                     self._report(ex, st.first_divergent)
-                    self._probe_cut(ex, st)
+                    key = (ex.spec, st.first_divergent)
+                    if key in self.probed:
+                        st.probed_by = self.probed[key]
+                    else:
+                        self.probed[key] = st.probed_by = self.family.name
+                        self._probe_cut(ex, st)
                 else:
                     st.agrees_up_to = n
                     still.append(ex)
@@ -202,3 +216,9 @@ def _probe_runs(family: Family, spot: list[int], probe: str, total: int) -> list
     after_len = total - spot[-1] - 1
     after_text = family.text(spot[-1] + 1 + after_len)[spot[-1] + 1:]
     return before + [[probe, len(spot)]] + to_runs(after_text)
+
+
+def search_group(families: Sequence[Family], executors: Sequence, *, max_chars: int) -> list[FamilyResult]:
+    """Every family of a shard, in order, sharing which thresholds were probed."""
+    probed: dict[tuple[str, int], str] = {}
+    return [FamilySearch(f, executors, max_chars=max_chars, probed=probed).run() for f in families]
