@@ -3,6 +3,7 @@
     signature(record, sample_text) -> dict     features at the first difference
     signature_key(sig) -> str                  e.g. "ids/Zs+Lo/Common+Han/space|letter/long-run"
     cluster(records) -> list[Cluster]          grouped by (engine, reference, signature key)
+    Clusters(tags).add(record)                 the same, streamed: memory per cluster, not per record
     load_tags(path) / tags_for(...)            known clusters from adversarial/tags.toml
 
 An ``ids`` signature describes the character before the first differing token
@@ -176,6 +177,9 @@ def signature_key(sig: dict[str, Any]) -> str:
 
 # --- clusters --------------------------------------------------------------------
 
+MAX_SAMPLE_IDS = 20  # the first sample ids a cluster keeps (clusters.json lists them); the rest are counted
+
+
 @dataclass
 class Cluster:
     key: str
@@ -183,8 +187,8 @@ class Cluster:
     reference: str
     signature: dict[str, Any]
     count: int = 0
-    sample_ids: list[str] = field(default_factory=list)
-    members: list[int] = field(default_factory=list)  # indices into the records given to cluster()
+    sample_ids: list[str] = field(default_factory=list)  # the first MAX_SAMPLE_IDS members' ids
+    members: list[int] = field(default_factory=list)  # indices into the records, only when asked (cluster())
     tags: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     example: dict[str, Any] | None = None  # a member's ``minimized`` block, once there is one
@@ -194,7 +198,7 @@ class Cluster:
     def kind(self) -> str:
         return self.signature.get("kind", "ids")
 
-    def as_dict(self, max_ids: int = 20) -> dict[str, Any]:
+    def as_dict(self, max_ids: int = MAX_SAMPLE_IDS) -> dict[str, Any]:
         return {"key": self.key, "engine": self.engine, "reference": self.reference, "kind": self.kind,
                 "signature": self.signature, "tags": self.tags, "links": self.links, "count": self.count,
                 "sample_ids": self.sample_ids[:max_ids], "cause": self.cause,
@@ -213,25 +217,54 @@ def record_key(record: dict[str, Any]) -> str:
     return signature_key(sig)
 
 
-def cluster(records: Iterable[dict[str, Any]], tags: list["TagRule"] | None = None) -> list[Cluster]:
-    """Group records by (engine, reference, signature key), in order of first appearance.
+class Clusters:
+    """Clustering as the records stream past, in order: ``add`` each record once. What it
+    holds grows with the number of clusters, never with the number of records (a count
+    and the first ``MAX_SAMPLE_IDS`` sample ids per cluster), unless ``members`` asks for
+    every member's index (small in-memory callers such as shadow's triage)."""
 
-    A record's key is its ``cluster`` field, else computed from its ``signature``
-    (else from its inline input)."""
-    clusters: dict[tuple[str, str, str], Cluster] = {}
-    for index, record in enumerate(records):
+    def __init__(self, tags: list["TagRule"] | None = None, members: bool = False):
+        self.tags = tags
+        self.keep_members = members
+        self.by_ident: dict[tuple[str, str, str], Cluster] = {}
+        self.records = 0
+
+    def add(self, record: dict[str, Any]) -> Cluster:
+        """The record's cluster (made on its first member), with the record counted in."""
         key = record_key(record)
         ident = (record["engine"], record["reference"], key)
-        c = clusters.get(ident)
+        c = self.by_ident.get(ident)
         if c is None:
             sig = record.get("signature") or {"kind": record.get("kind", "ids")}
-            c = clusters[ident] = Cluster(key, record["engine"], record["reference"], sig)
-            if tags:
-                c.tags, c.links = tags_for(c.engine, c.key, tags)
+            c = self.by_ident[ident] = Cluster(key, record["engine"], record["reference"], sig)
+            if self.tags:
+                c.tags, c.links = tags_for(c.engine, c.key, self.tags)
         c.count += 1
-        c.sample_ids.append(record.get("sample_id"))
-        c.members.append(index)
-    return list(clusters.values())
+        if len(c.sample_ids) < MAX_SAMPLE_IDS:
+            c.sample_ids.append(record.get("sample_id"))
+        if self.keep_members:
+            c.members.append(self.records)
+        self.records += 1
+        return c
+
+    def __len__(self) -> int:
+        return len(self.by_ident)
+
+    def ordered(self) -> list[Cluster]:
+        """The clusters in order of first appearance."""
+        return list(self.by_ident.values())
+
+
+def cluster(records: Iterable[dict[str, Any]], tags: list["TagRule"] | None = None) -> list[Cluster]:
+    """Group records by (engine, reference, signature key), in order of first appearance,
+    each cluster with its ``members`` (indices into ``records``).
+
+    A record's key is its ``cluster`` field, else computed from its ``signature``
+    (else from its inline input). Streaming callers use ``Clusters`` without members."""
+    clusters = Clusters(tags, members=True)
+    for record in records:
+        clusters.add(record)
+    return clusters.ordered()
 
 
 # --- known clusters: adversarial/tags.toml -------------------------------------------

@@ -15,6 +15,13 @@ beside -- never into -- the findings:
   clusters.json   schema ``verify.clusters/1``: the clusters with their minimised example
   triage.json     how the stage ran: when, budget, seconds, what was skipped and why
 
+Memory is flat in the number of findings: a first pass signs and clusters the findings
+as they stream past, keeping per cluster its count, first sample ids and ``per_cluster``
+smallest members (the ones it may minimise), and spills each finding's signature to a
+temporary file in OUT; after minimising, a second pass over that file writes triage.jsonl
+line by line. Readers join triage.jsonl to the findings the same way, in order
+(``joined_triage``), never as a dict of every line.
+
 Running it twice on the same OUT gives the same triage.jsonl and clusters.json
 (minimisation is deterministic; only a minimisation cut by the budget can differ,
 and its block says ``stopped_on_budget``).
@@ -28,14 +35,16 @@ of the budget pays for ``TIMEOUT_PROBES`` probes at the engines' timeout.
 
 from __future__ import annotations
 
+import bisect
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from verify import jsonl
-from verify.classify import Cluster, TagRule, cause_key, cluster, load_tags, signature, signature_key
+from verify.classify import Cluster, Clusters, TagRule, cause_key, load_tags, signature, signature_key
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.findings import describe_divergence, read_findings
 from verify.minimize import MinimiseResult, minimise
@@ -56,6 +65,9 @@ SKIP_UNAVAILABLE = "engine unavailable here"
 SKIP_NOT_REPRODUCED = "did not reproduce"
 SKIP_TIMEOUT_COST = "budget (timeout probes cost the full timeout each)"
 SKIP_NO_INPUT = "no input (bad record)"
+# the order triage.json lists its skip reasons in: choosing what to minimise, then minimising
+SKIP_ORDER = (SKIP_PER_CLUSTER, SKIP_NO_INPUT, SKIP_NO_ENGINE, SKIP_BUDGET, SKIP_UNAVAILABLE, SKIP_TIMEOUT_COST,
+              SKIP_NOT_REPRODUCED)
 
 
 @dataclass
@@ -97,17 +109,42 @@ def committed_records(out: Path) -> Iterator[dict[str, Any]]:
 
 
 def load_record_input(record: dict[str, Any], out_dir: Path) -> Sample | None:
-    """The sample a record carries, inline (``input``) or in ``input_file``; None for a bad record."""
+    """The sample a record carries, inline (``input``), as runs (``input_runs``) or in ``input_file``
+    (which must lie inside OUT: ``verify.rundir.paths.inside``); None for a bad record."""
     if record.get("input") is not None:
         return Sample.from_segments(record["sample_id"], [(t, a) for t, a in record["input"]])
+    if record.get("input_runs") is not None:
+        from verify.findings import sample_from_runs
+
+        return sample_from_runs(record["sample_id"], record["input_runs"])
     if record.get("input_file"):
-        stored = json.loads((Path(out_dir) / record["input_file"]).read_text(encoding="utf-8"))
+        from verify.rundir.paths import inside
+
+        stored = json.loads(inside(out_dir, record["input_file"], "input_file").read_text(encoding="utf-8"))
         return Sample.from_segments(record["sample_id"], [(t, a) for t, a in stored["segments"]])
     return None
 
 
+def joined_triage(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """Every committed finding with its triage line (None when it has none), streamed.
+
+    Triage writes triage.jsonl from the committed findings in the same order, so the two
+    files are read side by side: a line is joined to a finding only when their
+    ``finding_key`` agree, and a finding committed after triage ran (a triaged run resumed
+    with ``--minimize-budget 0``) simply has none. Memory does not grow with the findings."""
+    lines = read_findings(Path(out) / "triage.jsonl")
+    pending = next(lines, None)
+    for record in committed_records(out):
+        if pending is not None and pending.get("finding_key") == record.get("finding_key"):
+            yield record, pending
+            pending = next(lines, None)
+        else:
+            yield record, None
+
+
 def read_triage(out: Path) -> dict[str, dict[str, Any]]:
-    """finding_key -> its triage line."""
+    """finding_key -> its triage line: every line in memory, for tests and small folders;
+    reports and the gate stream with ``joined_triage``."""
     return {t["finding_key"]: t for t in read_findings(Path(out) / "triage.jsonl")}
 
 
@@ -124,14 +161,14 @@ def read_triage_info(out: Path) -> dict[str, Any] | None:
 
 
 def triaged_records(out: Path, limit: int | None = None) -> list[dict[str, Any]]:
-    """Committed findings with their triage fields joined in (for reports)."""
-    triaged = read_triage(out)
+    """Committed findings with their triage fields joined in (for reports): the first
+    ``limit`` of them (all when None), read no further than that."""
     records = []
-    for record in committed_records(out):
+    for record, line in joined_triage(out):
         if limit is not None and len(records) >= limit:
             break
-        extra = triaged.get(record.get("finding_key"), {})
-        records.append({**record, **{k: v for k, v in extra.items() if k != "finding_key"}})
+        extra = {k: v for k, v in (line or {}).items() if k != "finding_key"}
+        records.append({**record, **extra})
     return records
 
 
@@ -191,6 +228,17 @@ class _Item:
     error_type: str | None
     chars: int
     cluster: Cluster
+    record: dict[str, Any]
+
+
+@dataclass
+class _Pass1:
+    """What the first pass keeps: the clusters and, per cluster, its ``per_cluster`` smallest
+    members as ``(chars, index, record or None)`` -- bounded per cluster, whatever the findings."""
+
+    clusters: Clusters
+    smallest: dict[int, list[tuple[int, int, dict[str, Any] | None]]] = field(default_factory=dict)  # id(cluster)
+    number: dict[int, int] = field(default_factory=dict)  # id(cluster) -> its place in order of first appearance
 
 
 def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: float = 120.0, per_cluster: int = 1,
@@ -201,22 +249,22 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
     out = Path(out)
     rules = tags if tags is not None else load_tags()
     summary = TriageSummary(budget_s=budget_s)
-    own_pool = pool is None
-    pool = pool or EnginePool(engine or EngineOptions())
+    spill = out / f".triage-signatures.{os.getpid()}.tmp"  # one line per finding, between the two passes
     try:
-        light, minimized, skipped = _triage(out, pool, summary, rules, budget_s, per_cluster, started)
+        with open(spill, "w", encoding="utf-8", newline="\n") as fh:
+            first = _sign_and_cluster(out, rules, per_cluster, fh)
+        summary.records = first.clusters.records
+        summary.clusters = first.clusters.ordered()
+        own_pool = pool is None
+        pool = pool or EnginePool(engine or EngineOptions())
+        try:
+            minimized, skipped = _minimise(out, pool, summary, _choose(first), budget_s, started)
+        finally:
+            if own_pool:
+                pool.close()
+        atomic.write_lines(out / "triage.jsonl", _triage_lines(spill, summary, minimized, skipped))
     finally:
-        if own_pool:
-            pool.close()
-    by_index = {i: c for c in summary.clusters for i in c.members}
-    lines = []
-    for i, rec in enumerate(light):
-        entry = {"finding_key": rec["finding_key"], "signature": rec["signature"], "cluster": rec["cluster"],
-                 "tags": by_index[i].tags, "cause": by_index[i].cause, "minimized": minimized.get(i)}
-        if i in skipped:
-            entry["minimized_skipped"] = skipped[i]
-        lines.append(jsonl.line(entry))
-    atomic.write_text(out / "triage.jsonl", "".join(lines))
+        spill.unlink(missing_ok=True)
     atomic.write_text(out / "clusters.json", json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
                                                     indent=2, ensure_ascii=False) + "\n")
     summary.seconds = time.monotonic() - started
@@ -224,47 +272,49 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
     return summary
 
 
-def _triage(out, pool, summary, rules, budget_s, per_cluster, started):
-    # Pass 1: signature of every record; keep only what clustering needs (inputs may be large).
-    light: list[dict[str, Any]] = []
-    sizes: list[int] = []
-    kept: dict[int, dict[str, Any]] = {}  # records that may be minimised, by index
-    for record in committed_records(out):
+def _sign_and_cluster(out: Path, rules: list[TagRule], per_cluster: int, spill) -> _Pass1:
+    """Pass 1: the signature of every committed finding, streamed into the clusters; each
+    finding's triage facts go to ``spill`` as ``[finding_key, cluster number, has input, signature]``."""
+    first = _Pass1(Clusters(rules))
+    for index, record in enumerate(committed_records(out)):
         sample = load_record_input(record, out)
         text = sample.text if sample is not None else ""
         sig = signature(record, text)
-        light.append({"engine": record["engine"], "reference": record["reference"], "kind": record["kind"],
-                      "sample_id": record["sample_id"], "finding_key": record["finding_key"], "signature": sig,
-                      "cluster": signature_key(sig), "error_type": (record.get("error") or {}).get("type"),
-                      "has_input": sample is not None})
-        sizes.append(len(text))
-    summary.records = len(light)
-    summary.clusters = cluster(light, rules)
+        c = first.clusters.add({"engine": record["engine"], "reference": record["reference"],
+                                "sample_id": record["sample_id"], "signature": sig, "cluster": signature_key(sig)})
+        number = first.number.setdefault(id(c), len(first.number))
+        smallest = first.smallest.setdefault(id(c), [])
+        if len(smallest) < per_cluster or (len(text), index) < smallest[-1][:2]:
+            bisect.insort(smallest, (len(text), index, record if sample is not None else None))
+            del smallest[per_cluster:]
+        spill.write(jsonl.line([record["finding_key"], number, sample is not None, sig]))
+    return first
 
-    # Choose what to minimise: the smallest inputs of each cluster, cheap kinds first.
-    skipped: dict[int, str] = {}
+
+def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str]]:
+    """What to minimise: the smallest members of each cluster that have an input and an engine
+    to replay them on, cheap kinds first; the chosen members left out, with why."""
     items: list[_Item] = []
-    for c in summary.clusters:
-        members = sorted(c.members, key=lambda i: (sizes[i], i))
-        for rank, i in enumerate(members):
-            rec = light[i]
-            if not rec["has_input"]:
-                skipped[i] = SKIP_NO_INPUT
-            elif rank >= per_cluster:
-                skipped[i] = SKIP_PER_CLUSTER
-            elif not rec["engine"] or (rec["kind"] == "ids" and rec["engine"] == rec["reference"]) \
-                    or rec["kind"] not in KIND_ORDER:
-                skipped[i] = SKIP_NO_ENGINE
+    skipped: dict[int, str] = {}
+    clusters = first.clusters.ordered()
+    for c in clusters:
+        for chars, index, record in first.smallest.get(id(c), []):
+            if record is None:
+                continue  # no input: said in the second pass, like every member without one
+            kind, engine, reference = record["kind"], record["engine"], record["reference"]
+            if not engine or (kind == "ids" and engine == reference) or kind not in KIND_ORDER:
+                skipped[index] = SKIP_NO_ENGINE
             else:
-                items.append(_Item(i, rec["kind"], rec["engine"], rec["reference"], rec["error_type"], sizes[i], c))
-    order = {id(c): n for n, c in enumerate(summary.clusters)}
+                items.append(_Item(index, kind, engine, reference, (record.get("error") or {}).get("type"), chars,
+                                   c, record))
+    order = {id(c): n for n, c in enumerate(clusters)}
     items.sort(key=lambda it: (KIND_ORDER[it.kind], order[id(it.cluster)], it.chars, it.index))
-    wanted = {it.index for it in items}
-    if wanted:
-        for i, record in enumerate(committed_records(out)):
-            if i in wanted:
-                kept[i] = record
+    return items, skipped
 
+
+def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
+    """Minimise the chosen members within the budget; their blocks, and why the others were not."""
+    items, skipped = chosen
     minimized: dict[int, dict[str, Any]] = {}
     restarts_before: dict[str, int] = {}
     for n, item in enumerate(items):
@@ -282,14 +332,14 @@ def _triage(out, pool, summary, rules, budget_s, per_cluster, started):
         if item.kind == "timeout" and (executor.timeout_s or 0) * TIMEOUT_PROBES > share:
             skipped[item.index] = SKIP_TIMEOUT_COST
             continue
-        session = kept[item.index].get("session")
+        session = item.record.get("session")
         if item.kind == "ids" and session and executor.capabilities.sessions:
             # a stateful engine's session finding: shrink the (prefix, append) pair
-            block = minimized_session_fields(session, load_record_input(kept[item.index], out), reference,
+            block = minimized_session_fields(session, load_record_input(item.record, out), reference,
                                              executor, share)
         else:
             predicate = still_fails(item.kind, reference, executor, item.error_type)
-            result = minimise(load_record_input(kept[item.index], out), predicate, budget_s=share)
+            result = minimise(load_record_input(item.record, out), predicate, budget_s=share)
             if not result.reproduced:
                 skipped[item.index] = SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
                 continue
@@ -306,6 +356,23 @@ def _triage(out, pool, summary, rules, budget_s, per_cluster, started):
             c.cause = cause_key(c.engine, c.kind, c.example["input"])
     summary.worker_restarts = {spec: pool.executors[spec].restarts - before for spec, before in restarts_before.items()
                                if spec in pool.executors and pool.executors[spec].restarts != before}
-    for reason in skipped.values():
-        summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
-    return light, minimized, skipped
+    return minimized, skipped
+
+
+def _triage_lines(spill: Path, summary: TriageSummary, minimized: dict[int, dict[str, Any]],
+                  skipped: dict[int, str]) -> Iterator[str]:
+    """Pass 2: triage.jsonl, one line per finding in the order of the findings, from the
+    spilled signatures; counts the skip reasons into ``summary.skipped`` as it goes."""
+    counts = dict.fromkeys(SKIP_ORDER, 0)
+    with open(spill, encoding="utf-8", newline="\n") as fh:
+        for index, text in enumerate(fh):
+            finding_key, number, has_input, sig = json.loads(text)
+            c = summary.clusters[number]
+            entry = {"finding_key": finding_key, "signature": sig, "cluster": c.key, "tags": c.tags,
+                     "cause": c.cause, "minimized": minimized.get(index)}
+            if index not in minimized:
+                reason = skipped.get(index) or (SKIP_PER_CLUSTER if has_input else SKIP_NO_INPUT)
+                entry["minimized_skipped"] = reason
+                counts[reason] += 1
+            yield jsonl.line(entry)
+    summary.skipped = {reason: n for reason, n in counts.items() if n}

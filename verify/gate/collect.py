@@ -60,7 +60,7 @@ def _has_findings(out: Path) -> bool:
 def triaged_clusters(out: Path, label: str, rel: str, engine=None, budget_s: float = 0.0) -> list[dict[str, Any]]:
     """The clusters of ``out``'s committed findings; triages them first (``budget_s`` seconds
     of minimising) when the command that wrote them did not. ``rel``: ``out`` relative to the gate's OUT."""
-    from verify.triage import committed_records, load_record_input, read_clusters, read_triage, run_triage
+    from verify.triage import joined_triage, load_record_input, read_clusters, run_triage
 
     out = Path(out)
     if not _has_findings(out):
@@ -68,13 +68,11 @@ def triaged_clusters(out: Path, label: str, rel: str, engine=None, budget_s: flo
     if not (out / "clusters.json").is_file():
         run_triage(out, engine=engine, budget_s=budget_s)
     listed = read_clusters(out)
-    triage = read_triage(out)
     wanted = {(c["engine"], c["reference"], c["key"]) for c in listed if not c.get("example_minimized")}
     firsts: dict[tuple, dict[str, Any]] = {}
-    if wanted:
-        for record in committed_records(out):
-            line = triage.get(record.get("finding_key")) or {}
-            ident = (record.get("engine"), record.get("reference"), line.get("cluster"))
+    if wanted:  # the first member of each cluster with no minimised example: triage.jsonl streamed beside the findings
+        for record, line in joined_triage(out):
+            ident = (record.get("engine"), record.get("reference"), (line or {}).get("cluster"))
             if ident in wanted and ident not in firsts:
                 firsts[ident] = record
                 if len(firsts) == len(wanted):

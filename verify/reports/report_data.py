@@ -4,11 +4,13 @@ committed files of one OUT folder (never from engines, never re-running anything
     load_report(out, max_findings=50, max_clusters=200) -> ReportData
 
 Reads ``manifest.json``, the committed findings (a run's committed shards in plan
-order, else ``divergences.jsonl``) with ``triage.jsonl`` joined in, ``clusters.json``,
+order, else ``divergences.jsonl``) with ``triage.jsonl`` joined in as both stream past
+(``verify.triage.joined_triage``), ``clusters.json``,
 the shard markers (findings by position in the corpus, throughput over time),
 ``attempts.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``). Findings
 are streamed once: tallies for every finding, full rows for the first
-``max_findings`` only, so a run with millions of findings renders in bounded memory.
+``max_findings`` only, one original member per cluster, so a run with millions of
+findings renders in memory that grows with its clusters, never with its findings.
 A finding without triage (``--minimize-budget 0``) gets its signature computed here
 from its stored input, the same function triage uses.
 """
@@ -117,13 +119,11 @@ def _input_of(record: dict[str, Any], out: Path):
 def _scan_findings(data: ReportData, max_findings: int) -> dict[tuple, dict[str, Any]]:
     """One pass over the committed findings: tallies, first rows, first member of every cluster."""
     from verify.classify import signature, signature_key
-    from verify.triage import committed_records, read_triage
+    from verify.triage import joined_triage
 
-    triage = read_triage(data.out)
     first_member: dict[tuple, dict[str, Any]] = {}
-    for record in committed_records(data.out):
+    for record, line in joined_triage(data.out):  # triage.jsonl read beside the findings, never held whole
         kind = record.get("kind", "ids")
-        line = triage.get(record.get("finding_key"))
         sample = None
         if line is not None:
             sig, key = line.get("signature"), line.get("cluster")

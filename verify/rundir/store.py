@@ -56,8 +56,8 @@ class ShardStore:
         for stored in result.stored_inputs:
             write_stored_input(self.out, stored)
         findings = self._findings(result.index)
-        if result.records:
-            atomic.write_text(findings, "".join(jsonl.line(r) for r in result.records))
+        if result.records:  # line by line: never a second copy of a shard's findings as one string
+            atomic.write_lines(findings, (jsonl.line(r) for r in result.records))
         elif findings.exists():
             findings.unlink()  # left by an earlier, uncommitted attempt
         extra = self._extra(result.index)
