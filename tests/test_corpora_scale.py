@@ -171,7 +171,9 @@ def test_paths_file_lines_resolve_against_any_mirror_root(cc_mirror, tmp_path):
         gzip.compress("\n".join(line[len(CC_PREFIX):] for line in lines).encode()))
     plain = open_corpus("nemotron-cc", root=str(cc_mirror)).shards()
     assert len(plain) == 8 and all(Path(s.path).is_file() for s in plain)
-    (cc_mirror / "data-jsonl.paths.gz").write_bytes(gzip.compress(b"data-jsonl/quality=high/missing.jsonl.zstd\n"))
+    # a missing file is a bad-input record when it runs (tests/test_nemotron_partial.py); a partition
+    # folder missing under every tail of its path means the root is wrong: refused at listing
+    (cc_mirror / "data-jsonl.paths.gz").write_bytes(gzip.compress(b"data-jsonl/quality=nowhere/missing.jsonl.zstd\n"))
     with pytest.raises(CorpusError, match="not found under the root"):
         open_corpus("nemotron-cc", root=str(cc_mirror))
 

@@ -4,6 +4,7 @@ identity starts another ledger; stats, check and compact."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pyarrow as pa
@@ -49,9 +50,11 @@ def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, t
     part = sorted(ledger.rglob("part-*.parquet"))[0]
     table = pq.read_table(part)
     digests = table.column("ids_digest").to_pylist()
-    digests[0] = bytes(16)  # one entry now records other ids
+    digests[0] = bytes(16)  # one entry now records other ids, its checksum fixed up (test_ledger_integrity: without)
     pq.write_table(table.set_column(1, "ids_digest", pa.array(digests, pa.binary(16))), part)
-    proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", str(ledger))
+    (part.parent / (part.name + ".sha256")).write_text(hashlib.sha256(part.read_bytes()).hexdigest() + "\n")
+    proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", str(ledger),
+                               "--ledger-audit", "0")  # the candidates' mismatch alone finds it
     assert proc.returncode == 1
     assert session["ledger"]["corrupt"] == 1
     records = [json.loads(line) for line in (tmp_path / "again" / "divergences.jsonl").read_text().split("\n") if line]
@@ -70,7 +73,7 @@ def test_another_reference_identity_starts_another_ledger_and_stats_compact(tmp_
     # the same reference (a timeout is no identity): the same ledger, new entries for the rest
     _, _, _, b = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "b", "--ledger", str(ledger), "--timeout", "30")
     assert b["ledger"]["hits"] == 150 and b["ledger"]["encoded"] == 150
-    other = tiny_spec + "?x=1"  # an output-changing option: another identity
+    other = tiny_spec + "?encoding=other"  # an output-changing option: another identity
     run(tmp_path, other, plugin_dir, tiny_tokenizer_json, "c", "--ledger", str(ledger))
     folders = sorted(p.parent.name for p in ledger.glob("*/identity.json"))
     assert len(folders) == 2

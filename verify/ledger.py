@@ -1,7 +1,7 @@
 """The reference ledger: what the reference gave, per input, so it need not encode it again.
 
     ledger = Ledger.open("ledgers/", reference_identity)     # a directory or an fsspec URL
-    entries = ledger.lookup(partition_of(shard.id))          # input key -> (ids digest, length)
+    entries = ledger.lookup(partition_of(shard.id), bad)     # input key -> (ids digest, length)
     ledger.append(partition_of(shard.id), new_entries)       # one Parquet part per commit
 
 One ledger per reference identity (``keys.engine_key``: adapter, package version,
@@ -11,13 +11,30 @@ Entries are append-only Parquet parts (``input_key``, ``ids_digest``: 16-byte
 binary; ``length``: uint32), partitioned by the shard they were found in
 (``shard=<hash of its base id>/part-*.parquet``), so a worker reads only the part
 it needs and a cluster can share the folder. ``compact`` merges each partition's
-parts into one, dropping duplicates; ``check`` finds conflicting duplicates (two
-digests for one input: corruption).
+parts into one, dropping duplicates; ``stats`` finds conflicting duplicates (two
+digests for one input: corruption) and bad parts.
+
+Integrity. Every part has a checksum sidecar, ``part-X.parquet.sha256`` (``sha256sum``
+format: the SHA-256 of the part's bytes), written before the part is renamed into
+place, so a reader that sees a part sees its checksum. A part whose bytes do not hash
+to its sidecar (truncated, altered, half-copied), a part without a sidecar (an older
+harness, a hand-made file), and a part that is not a readable ledger part is a
+``BadPart``: reported (``lookup(..., bad)``, ``stats().bad``), skipped -- its inputs are
+simply not hits and the reference encodes them again -- never trusted, never raised.
+
+What it does not defend against: a writer with access to the files can rewrite a part
+*and* its sidecar (the checksum is no signature). The audit bounds how long that goes
+unnoticed: every run re-encodes a deterministic sample of its hits with the reference
+(``audited``: a hash of the input key and the run's seed under ``--ledger-audit RATE``,
+default ``DEFAULT_AUDIT_RATE``; ``1`` = every hit), a different sample each run (the seed
+is drawn when the run is planned and saved in its plan, so workers and resumes agree).
+A forged entry survives k runs with probability (1 - RATE)^k; a forged entry that a
+candidate disagrees with is re-encoded anyway (below).
 
 How a run uses it (``verify.pipeline.records_task``): the reference encodes only
-inputs without an entry; a candidate whose ids hash to the entry's digest is
-verified; on a mismatch the reference encodes the input again to locate the
-first difference -- and when that fresh encode disagrees with the entry, the
+inputs without an entry, plus the audited hits; a candidate whose ids hash to the
+entry's digest is verified; on a mismatch the reference encodes the input again to
+locate the first difference. Whenever a fresh encode disagrees with the entry, the
 sample is reported as ledger corruption (``error``/``LedgerCorrupt``) and never
 counted verified. Entries the reference produced are written by the driver when
 the shard commits.
@@ -25,19 +42,23 @@ the shard commits.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import xxhash
 
-from verify.errors import ConfigError
+from verify.errors import ConfigError, UsageError
 from verify.keys import KEYS_VERSION, engine_key
 
 SCHEMA = "verify.ledger/1"
 IDENTITY_FILE = "identity.json"
+CHECKSUM_SUFFIX = ".sha256"  # part-X.parquet.sha256 beside part-X.parquet
+COLUMNS = ("input_key", "ids_digest", "length")
+DEFAULT_AUDIT_RATE = 0.01  # the fraction of ledger hits a run re-encodes (--ledger-audit)
 
 Entry = tuple[bytes, bytes, int]  # (input key, ids digest, length): keys and digests as 16 raw bytes
 
@@ -55,6 +76,46 @@ def partition_of(shard_id: str) -> str:
     return "shard=" + xxhash.xxh3_64_hexdigest(base.encode("utf-8", "surrogatepass"))
 
 
+def audited(key: bytes, rate: float, seed: int) -> bool:
+    """Whether a run with audit ``rate`` and ``seed`` re-encodes the ledger hit of input ``key``:
+    a hash of the two below ``rate`` (as ``verify.corpora.shards.keep_record`` samples), so every
+    worker and every resume of the run decides the same; ``1`` audits every hit, ``0`` none."""
+    if rate >= 1.0:
+        return True
+    if rate <= 0.0:
+        return False
+    return xxhash.xxh3_64_intdigest(key, seed=seed & 0xFFFFFFFFFFFFFFFF) < rate * 2.0 ** 64
+
+
+def check_audit_rate(rate: float | None, flag: str) -> None:
+    if rate is not None and not 0.0 <= rate <= 1.0:
+        raise UsageError(f"{flag} must be a fraction in [0, 1] (1: re-encode every ledger hit; 0: none)")
+
+
+def checksum_line(data: bytes, name: str) -> bytes:
+    """A sidecar's contents, as ``sha256sum`` writes them (``sha256sum -c`` checks a part)."""
+    return f"{hashlib.sha256(data).hexdigest()}  {name}\n".encode()
+
+
+@dataclass(frozen=True)
+class BadPart:
+    """A part that is not used: ``path`` relative to the ledger's folder, and why."""
+
+    path: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.why}"
+
+
+class _Unusable(Exception):
+    """A part that cannot be trusted (``str``: why); caught where the part is read."""
+
+
+class _Vanished(Exception):
+    """A part removed between listing and reading it (``compact`` elsewhere): not corruption."""
+
+
 @dataclass
 class LedgerStats:
     entries: int
@@ -63,9 +124,15 @@ class LedgerStats:
     bytes: int
     conflicts: int = 0  # inputs with two different digests (corruption)
     duplicates: int = 0  # inputs recorded twice with the same digest (compactable)
+    bad: list[BadPart] = field(default_factory=list)  # parts skipped: checksum, truncation, not a part
+
+    @property
+    def bad_parts(self) -> int:
+        return len(self.bad)
 
     def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
+        return {"entries": self.entries, "partitions": self.partitions, "parts": self.parts, "bytes": self.bytes,
+                "conflicts": self.conflicts, "duplicates": self.duplicates, "bad_parts": self.bad_parts}
 
 
 class Ledger:
@@ -82,7 +149,7 @@ class Ledger:
         path = f"{base.rstrip('/')}/{engine_key(identity)}"
         ident_path = f"{path}/{IDENTITY_FILE}"
         if fs.exists(ident_path):
-            stored = json.loads(fs.cat_file(ident_path))
+            stored = _identity_doc(fs, ident_path, root)
             if stored.get("schema") != SCHEMA or stored.get("keys_version") != KEYS_VERSION:
                 raise ConfigError(f"ledger {root}: {ident_path} was written by another harness version")
         elif create:
@@ -102,8 +169,7 @@ class Ledger:
         fs, base = url_to_fs(root)
         out = []
         for ident in sorted(fs.glob(f"{base.rstrip('/')}/*/{IDENTITY_FILE}")):
-            doc = json.loads(fs.cat_file(ident))
-            out.append({**doc, "folder": ident.rsplit("/", 1)[0]})
+            out.append({**_identity_doc(fs, ident, root), "folder": ident.rsplit("/", 1)[0]})
         return out
 
     # --- reading and writing --------------------------------------------------------------
@@ -111,22 +177,74 @@ class Ledger:
         pattern = f"{self.path}/{partition or 'shard=*'}/part-*.parquet"
         return sorted(self.fs.glob(pattern))
 
-    def lookup(self, partition: str) -> dict[bytes, tuple[bytes, int]]:
-        """Every entry of a partition (later parts win where one input repeats)."""
+    def _relative(self, part: str) -> str:
+        return part[len(self.path) + 1:] if part.startswith(self.path + "/") else part
+
+    def _read_part(self, part: str):
+        """The part's table and size once its bytes hash to its sidecar and it is a ledger
+        part; ``_Unusable`` (why) or ``_Vanished`` otherwise. One read: the bytes hashed are
+        the bytes parsed."""
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
+        try:
+            data = self.fs.cat_file(part)
+        except FileNotFoundError:
+            raise _Vanished() from None
+        except Exception as exc:  # every fsspec backend has its own errors
+            raise _Unusable(f"unreadable ({type(exc).__name__}: {exc})") from None
+        try:
+            sidecar = self.fs.cat_file(part + CHECKSUM_SUFFIX)
+        except FileNotFoundError:
+            if not _exists(self.fs, part):  # compacted away since it was read: not corruption
+                raise _Vanished() from None
+            raise _Unusable("no checksum file (written by an older harness, or by hand)") from None
+        except Exception as exc:
+            raise _Unusable(f"checksum file unreadable ({type(exc).__name__}: {exc})") from None
+        recorded = (sidecar.split() or [b""])[0].decode("ascii", "replace").lower()
+        actual = hashlib.sha256(data).hexdigest()
+        if actual != recorded:
+            raise _Unusable(f"checksum mismatch: {len(data):,} bytes hash to {actual[:16]}, the sidecar records "
+                            f"{recorded[:16] or 'nothing'} (truncated or altered)")
+        try:
+            table = pq.read_table(pa.BufferReader(data))
+        except Exception as exc:  # pyarrow's ArrowInvalid and friends
+            raise _Unusable(f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+        _, schema = _pa()
+        if not table.schema.equals(schema):
+            raise _Unusable(f"not a ledger part (columns {', '.join(f'{f.name}: {f.type}' for f in table.schema)})")
+        return table, len(data)
+
+    def _tables(self, partition: str | None, bad: list[BadPart] | None):
+        """``(part, table, bytes)`` for every usable part (of one partition, or all), in name order;
+        the others are appended to ``bad``. Never raises for what it finds in the folder."""
+        try:
+            listed = self._parts(partition)
+        except Exception as exc:  # a remote listing that failed: nothing of it is used
+            if bad is not None:
+                bad.append(BadPart(partition or "*", f"listing failed ({type(exc).__name__}: {exc})"))
+            return
+        for part in listed:
+            try:
+                yield (part, *self._read_part(part))
+            except _Vanished:
+                continue
+            except _Unusable as why:
+                if bad is not None:
+                    bad.append(BadPart(self._relative(part), str(why)))
+
+    def lookup(self, partition: str, bad: list[BadPart] | None = None) -> dict[bytes, tuple[bytes, int]]:
+        """Every entry of a partition's usable parts (later parts win where one input repeats);
+        the parts skipped are appended to ``bad``."""
         out: dict[bytes, tuple[bytes, int]] = {}
-        for part in self._parts(partition):
-            with self.fs.open(part, "rb") as fh:
-                table = pq.read_table(fh)
-            for key, digest, length in zip(table.column("input_key").to_pylist(),
-                                           table.column("ids_digest").to_pylist(),
-                                           table.column("length").to_pylist()):
+        for _, table, _ in self._tables(partition, bad):
+            for key, digest, length in zip(*(table.column(c).to_pylist() for c in COLUMNS)):
                 out[key] = (digest, length)
         return out
 
     def append(self, partition: str, entries: Iterable[Entry]) -> int:
-        """Write ``entries`` as a new part of a partition (atomically); how many."""
+        """Write ``entries`` as a new part of a partition: its checksum first, then the part,
+        renamed into place (atomically); how many."""
         import pyarrow.parquet as pq
 
         rows = list(entries)
@@ -136,29 +254,43 @@ class Ledger:
         keys, digests, lengths = zip(*rows)
         table = pa.table([pa.array(keys, pa.binary(16)), pa.array(digests, pa.binary(16)),
                           pa.array(lengths, pa.uint32())], schema=schema)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink)
+        data = sink.getvalue().to_pybytes()
         folder = f"{self.path}/{partition}"
         self.fs.makedirs(folder, exist_ok=True)
-        final = f"{folder}/part-{uuid.uuid4().hex}.parquet"
+        name = f"part-{uuid.uuid4().hex}.parquet"
+        _atomic(self.fs, f"{folder}/{name}{CHECKSUM_SUFFIX}", checksum_line(data, name))
         tmp = f"{folder}/.tmp-{uuid.uuid4().hex}.parquet"
         with self.fs.open(tmp, "wb") as fh:
-            pq.write_table(table, fh)
-        self.fs.mv(tmp, final)
+            fh.write(data)
+        self.fs.mv(tmp, f"{folder}/{name}")
         return len(rows)
 
-    # --- maintenance ----------------------------------------------------------------------
-    def stats(self) -> LedgerStats:
-        import pyarrow.parquet as pq
+    def _remove(self, part: str) -> None:
+        """A part, then its sidecar (a reader never sees a part without its checksum)."""
+        self.fs.rm(part)
+        try:
+            self.fs.rm(part + CHECKSUM_SUFFIX)
+        except FileNotFoundError:
+            pass
 
-        parts = self._parts()
-        partitions = {p.rsplit("/", 2)[-2] for p in parts}
-        entries = conflicts = duplicates = 0
-        size = 0
-        for partition in sorted(partitions):
+    # --- maintenance ----------------------------------------------------------------------
+    def _partitions(self) -> list[str]:
+        return sorted({p.rsplit("/", 2)[-2] for p in self._parts()})
+
+    def stats(self) -> LedgerStats:
+        """Entries, partitions, parts and bytes; conflicts and duplicates among the usable
+        parts; every bad part (verified checksums)."""
+        partitions = self._partitions()
+        entries = conflicts = duplicates = size = parts = 0
+        bad: list[BadPart] = []
+        for partition in partitions:
             seen: dict[bytes, bytes] = {}
-            for part in self._parts(partition):
-                size += self.fs.size(part)
-                with self.fs.open(part, "rb") as fh:
-                    table = pq.read_table(fh, columns=["input_key", "ids_digest"])
+            before = len(bad)
+            for _, table, nbytes in self._tables(partition, bad):
+                parts += 1
+                size += nbytes
                 for key, digest in zip(table.column("input_key").to_pylist(), table.column("ids_digest").to_pylist()):
                     entries += 1
                     if key not in seen:
@@ -167,36 +299,52 @@ class Ledger:
                         conflicts += 1
                     else:
                         duplicates += 1
-        return LedgerStats(entries, len(partitions), len(parts), size, conflicts, duplicates)
+            parts += len(bad) - before
+        return LedgerStats(entries, len(partitions), parts, size, conflicts, duplicates, bad)
 
-    def compact(self) -> tuple[int, int]:
-        """Merge each partition's parts into one, without duplicates; (parts before, after).
-        A partition with conflicting entries is left as it is (``check`` reports it)."""
-        import pyarrow.parquet as pq
-
+    def compact(self) -> tuple[int, int, list[BadPart]]:
+        """Merge each partition's usable parts into one, without duplicates; (parts before,
+        after, bad parts). A partition with conflicting entries is left as it is, and so is
+        every bad part (``check`` reports them; remove them by hand once understood)."""
         before = after = 0
-        for partition in sorted({p.rsplit("/", 2)[-2] for p in self._parts()}):
-            parts = self._parts(partition)
-            before += len(parts)
+        bad: list[BadPart] = []
+        for partition in self._partitions():
+            skipped = len(bad)
+            tables = list(self._tables(partition, bad))
+            skipped = len(bad) - skipped
+            before += len(tables) + skipped
             merged: dict[bytes, tuple[bytes, int]] = {}
             conflict = False
-            for part in parts:
-                with self.fs.open(part, "rb") as fh:
-                    table = pq.read_table(fh)
-                for key, digest, length in zip(table.column("input_key").to_pylist(),
-                                               table.column("ids_digest").to_pylist(),
-                                               table.column("length").to_pylist()):
+            for _, table, _ in tables:
+                for key, digest, length in zip(*(table.column(c).to_pylist() for c in COLUMNS)):
                     if key in merged and merged[key][0] != digest:
                         conflict = True
                     merged[key] = (digest, length)
-            if conflict or len(parts) <= 1:
-                after += len(parts)
+            if conflict or len(tables) <= 1:
+                after += len(tables) + skipped
                 continue
             self.append(partition, ((k, d, n) for k, (d, n) in merged.items()))
-            for part in parts:
-                self.fs.rm(part)
-            after += 1
-        return before, after
+            for part, _, _ in tables:
+                self._remove(part)
+            after += 1 + skipped
+        return before, after, bad
+
+
+def _exists(fs, path: str) -> bool:
+    try:
+        return bool(fs.exists(path))
+    except Exception:  # a remote that cannot say: treat the part as there (and so as unchecked)
+        return True
+
+
+def _identity_doc(fs, path: str, root: str) -> dict[str, Any]:
+    try:
+        doc = json.loads(fs.cat_file(path))
+    except Exception as exc:  # truncated, not JSON, unreadable
+        raise ConfigError(f"ledger {root}: {path} is unreadable ({type(exc).__name__}: {exc})") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"ledger {root}: {path} is not a ledger identity file")
+    return doc
 
 
 def _atomic(fs, path: str, data: bytes) -> None:

@@ -1,10 +1,15 @@
 """`verify ledger stats|check|compact DIR`: the reference ledgers under DIR (``--ledger``).
 
-  stats    per ledger: the reference it records, entries, partitions, parts, bytes
-  check    conflicting entries (two digests for one input: corruption), and with
-           ``--corpus``: the reference encodes the corpus' inputs again and every entry
-           found must match; exit 1 on any mismatch
-  compact  merge each partition's parts into one, without duplicates
+  stats    per ledger: the reference it records, entries, partitions, parts, bytes,
+           duplicates, conflicts and bad parts
+  check    every part's checksum (a truncated, altered or unchecked part is listed) and
+           conflicting entries (two digests for one input: corruption); with ``--corpus``
+           the reference encodes the corpus' recorded inputs again -- all of them, or the
+           deterministic sample ``--audit RATE`` picks -- and every one must match (the
+           ledger holds input keys, not inputs, so an audit needs the corpus); exit 1 on
+           any bad part, conflict or mismatch
+  compact  merge each partition's usable parts into one, without duplicates; bad parts
+           stay where they are
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("ledger", help="inspect, check or compact reference ledgers (--ledger)")
     lsub = p.add_subparsers(dest="ledger_command", parser_class=SubParser, required=True)
     for name, text in (("stats", "entries, partitions and size of each ledger"),
-                       ("check", "find corrupt entries (and re-encode a corpus against them)"),
+                       ("check", "find bad parts and corrupt entries (and re-encode a corpus against them)"),
                        ("compact", "merge each partition's parts")):
         q = lsub.add_parser(name, help=text)
         q.add_argument("root", metavar="DIR|URL", help="the --ledger folder")
@@ -28,6 +33,11 @@ def add_parser(sub) -> None:
         if name == "check":
             add_corpus_options(q, "none")
             q.add_argument("--limit", type=int, metavar="N", help="inputs per corpus to re-encode")
+            q.add_argument("--audit", type=float, metavar="RATE",
+                           help="with --corpus: re-encode a deterministic fraction of the recorded inputs "
+                                "(default 1: all)")
+            q.add_argument("--seed", type=int, metavar="S", help="which inputs --audit picks (default: random, "
+                                                                 "printed)")
             add_pool_options(q)
 
 
@@ -42,13 +52,25 @@ def _ledgers(args) -> list:
             return [Ledger.open(args.root, engine.identity().as_dict(), create=False)]
         finally:
             engine.close()
-    found = Ledger.folders(args.root)
+    found = [doc for doc in Ledger.folders(args.root) if isinstance(doc.get("identity"), dict)]
     if not found:
         raise UsageError(f"{args.root}: no ledger here (a folder written by verify run --ledger)")
     return [Ledger.open(args.root, doc["identity"], create=False) for doc in found]
 
 
+def _check_arguments(args) -> None:
+    from verify.ledger import check_audit_rate
+
+    if args.ledger_command != "check":
+        return
+    check_audit_rate(args.audit, "--audit")
+    if (args.audit is not None or args.seed is not None) and not args.corpus:
+        raise UsageError("--audit and --seed go with --corpus: the ledger holds input keys, not inputs, so the "
+                         "reference re-encodes the corpus' inputs")
+
+
 def run(args) -> int:
+    _check_arguments(args)
     ledgers = _ledgers(args)
     if args.ledger_command == "stats":
         for ledger in ledgers:
@@ -58,52 +80,65 @@ def run(args) -> int:
                   f"{(ident.get('vocab_sha256') or '-')[:12]}, fingerprint {ident.get('fingerprint')}): "
                   f"{s.entries:,} entries in {s.partitions:,} partitions, {s.parts:,} parts, {s.bytes:,} bytes"
                   + (f", {s.duplicates:,} duplicates" if s.duplicates else "")
-                  + (f", {s.conflicts:,} CONFLICTS" if s.conflicts else ""))
+                  + (f", {s.conflicts:,} CONFLICTS" if s.conflicts else "")
+                  + (f", {s.bad_parts:,} BAD PARTS (verify ledger check lists them)" if s.bad_parts else ""))
         return EXIT_OK
     if args.ledger_command == "compact":
         for ledger in ledgers:
-            before, after = ledger.compact()
-            print(f"{ledger.identity.get('spec')}: {before} parts -> {after}")
+            before, after, bad = ledger.compact()
+            left = f" ({len(bad):,} bad parts left in place: verify ledger check lists them)" if bad else ""
+            print(f"{ledger.identity.get('spec')}: {before} parts -> {after}{left}")
         return EXIT_OK
     bad = 0
     for ledger in ledgers:
         s = ledger.stats()
-        bad += s.conflicts
-        print(f"{ledger.identity.get('spec')}: {s.entries:,} entries, {s.conflicts:,} conflicting")
+        bad += s.conflicts + s.bad_parts
+        print(f"{ledger.identity.get('spec')}: {s.entries:,} entries in {s.parts:,} parts, {s.conflicts:,} conflicting, "
+              f"{s.bad_parts:,} bad parts (skipped by runs: their inputs are encoded again)")
+        for part in s.bad:
+            print(f"  BAD PART {part}")
         if args.corpus:
-            checked, mismatched = _recheck(ledger, args)
+            checked, mismatched, how = _recheck(ledger, args)
             bad += mismatched
-            print(f"  re-encoded {checked:,} recorded inputs of {', '.join(args.corpus)}: {mismatched:,} differ")
+            print(f"  re-encoded {checked:,} recorded inputs of {', '.join(args.corpus)}{how}: {mismatched:,} differ")
     return EXIT_FINDINGS if bad else EXIT_OK
 
 
-def _recheck(ledger, args) -> tuple[int, int]:
-    """The reference encodes the corpus' inputs again; every one the ledger has must match."""
+def _recheck(ledger, args) -> tuple[int, int, str]:
+    """The reference encodes the corpus' recorded inputs again (those the audit picks);
+    every one must match its entry. (checked, mismatched, how they were picked)."""
+    import secrets
+
+    from verify.batches import batched
     from verify.commands.options import engine_options
     from verify.corpora import open_corpus
     from verify.corpora.shards import apply_limit
     from verify.executors.pool import EnginePool
     from verify.keys import input_key
-    from verify.ledger import partition_of
+    from verify.ledger import audited, partition_of
     from verify.outcome import Recorded, is_ids
-    from verify.batches import batched
     from verify.sample import Sample
 
+    rate = 1.0 if args.audit is None else args.audit
+    seed = args.seed if args.seed is not None else secrets.randbits(32)
+    how = "" if rate >= 1 else f" (audit {rate:g}, --seed {seed})"
     checked = mismatched = 0
     with EnginePool(engine_options(args)) as pool:
         reference = pool.get(ledger.identity["spec"])
         for corpus in args.corpus:
             for shard in apply_limit(open_corpus(corpus, args.text_field, args.id_field).shards(), args.limit):
-                recorded = ledger.lookup(partition_of(shard.id))
+                recorded = ledger.lookup(partition_of(shard.id))  # bad parts: listed above
                 if not recorded:
                     continue
                 for batch in batched(shard.records()):
-                    samples = [r for r in batch if isinstance(r, Sample)
-                               and bytes.fromhex(input_key(r.segments)) in recorded]
-                    for sample, out in zip(samples, reference.encode(samples)):
-                        digest, length = recorded[bytes.fromhex(input_key(sample.segments))]
+                    picked = []
+                    for record in batch:
+                        key = bytes.fromhex(input_key(record.segments)) if isinstance(record, Sample) else None
+                        if key in recorded and audited(key, rate, seed):
+                            picked.append((record, recorded[key]))
+                    for (sample, (digest, length)), out in zip(picked, reference.encode([s for s, _ in picked])):
                         checked += 1
                         if not (is_ids(out) and Recorded(digest.hex(), length).matches(out)):
                             mismatched += 1
                             print(f"  MISMATCH {sample.id}: recorded {length} ids {digest.hex()}")
-    return checked, mismatched
+    return checked, mismatched, how

@@ -13,6 +13,7 @@ from verify.errors import UsageError
 def add_parser(sub) -> None:
     from verify.config import run_defaults
     from verify.executors.workers import default_workers
+    from verify.ledger import DEFAULT_AUDIT_RATE
 
     defaults = run_defaults()
     p = sub.add_parser("run", help="compare candidate engines against a reference on corpora")
@@ -45,6 +46,9 @@ def add_parser(sub) -> None:
                    help="keep only the partitions with this field value (repeatable), e.g. quality=high")
     p.add_argument("--ledger", metavar="DIR|URL",
                    help="the reference's ids by input key: the reference encodes only what is new")
+    p.add_argument("--ledger-audit", type=float, metavar="RATE",
+                   help="fraction of ledger hits the reference re-encodes, another deterministic sample each "
+                        f"run; a mismatch is a LedgerCorrupt error, never verified (1: all; default {DEFAULT_AUDIT_RATE:g})")
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: only shards not yet committed run again")
     p.add_argument("--strict", action="store_true",
@@ -58,6 +62,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from verify.executors.workers import RayOptions, default_workers
     from verify.driver import RunOptions, run_job
+    from verify.ledger import check_audit_rate
 
     check_positive(args.limit, "--limit")
     check_positive(args.batch_size, "--batch-size")
@@ -69,6 +74,9 @@ def run(args) -> int:
     if args.seed is not None and args.sample is None:
         raise UsageError("--seed goes with --sample")
     engine_options(args)  # checks --timeout and --memory-limit-mb
+    check_audit_rate(args.ledger_audit, "--ledger-audit")
+    if args.ledger_audit is not None and not args.ledger:
+        raise UsageError("--ledger-audit goes with --ledger")
     where = {}
     for item in args.where or []:
         field, sep, value = item.partition("=")
@@ -88,6 +96,7 @@ def run(args) -> int:
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
         memory_limit_mb=args.memory_limit_mb, executor=args.executor, corpus_root=args.corpus_root, where=where,
         ray=RayOptions(args.ray_address, args.ray_actors, args.ray_cpus_per_actor), ledger=args.ledger,
+        ledger_audit=args.ledger_audit,
         workers=args.workers or default_workers(), progress=False if args.no_progress else None,
         minimize_budget_s=args.minimize_budget, resume=args.resume, argv=args.argv,
     )

@@ -8,7 +8,8 @@ read by byte ranges: the offset of the line's first byte) or ``file:rowN``
 (Parquet). A record that cannot become a sample (bad JSON, invalid UTF-8, a
 missing or non-text field, a lone surrogate, or a file that stops being readable)
 is yielded as a ``BadRecord`` with its position: never dropped silently, never
-the end of the run.
+the end of the run. A listed file that does not exist (a partial mirror) is one
+``BadRecord`` at its first position, "file not found".
 """
 
 from __future__ import annotations
@@ -85,10 +86,17 @@ def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None) -> Iterator[t
                 position = f"{path}@{offset}"
                 yield position, raw, None
                 offset += len(raw)
+    except FileNotFoundError as exc:  # listed (a paths file) but absent: a partial mirror
+        yield position, None, missing_reason(exc)
     except (OSError, EOFError) as exc:
         yield position, None, f"file unreadable from here on ({exc})"
     except Exception as exc:  # zstandard raises its own ZstdError
         yield position, None, f"file unreadable from here on ({type(exc).__name__}: {exc})"
+
+
+def missing_reason(exc: Exception) -> str:
+    """The one reason every listed-but-absent file is reported with, whichever reader found it."""
+    return f"file not found (listed, but missing from the corpus: a partial mirror?) ({exc})"
 
 
 def _decoded_lines(path: PathLike, byte_range) -> Iterator[tuple[str, str | None, BadRecord | None]]:
@@ -191,6 +199,9 @@ def read_parquet(path: PathLike, text_field: str, id_field: str, row_groups: tup
                  batch_rows: int = 4096) -> Iterator[Record]:
     try:
         parquet = open_parquet(path)
+    except FileNotFoundError as exc:
+        yield BadRecord(f"{path}:row0", missing_reason(exc))
+        return
     except Exception as exc:
         yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
         return

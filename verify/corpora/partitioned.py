@@ -9,7 +9,10 @@ variable the table names (``root_env``), else the table's ``root``. The table li
   paths_file   a file at the root listing one relative path per line (``.gz``/``.zst``
                read as such), used when present: a 31,279-line list instead of walking
                an object store; leading folders the mirror does not have are dropped
-               (``contrib/Nemotron/Nemotron-CC/data-jsonl/...`` -> ``data-jsonl/...``)
+               (``contrib/Nemotron/Nemotron-CC/data-jsonl/...`` -> ``data-jsonl/...``);
+               a listed file the mirror lacks (a partial mirror) is never probed at
+               listing: it is one ``bad-input`` record ("file not found") when its
+               shard runs, whichever file it is
   patterns     globs relative to the root (``**`` any folders, ``*`` within one,
                ``{name}`` one folder or name part captured as a field), for the walk
   text_field, id_field   the record fields (``id_field`` may list candidates: the
@@ -136,18 +139,33 @@ def read_paths_file(path: PathLike) -> list[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def rebase(root: PathLike, relative: str) -> int:
-    """How many leading folders of the paths file's lines to drop: the fewest that make
-    the first (selected) line exist under the root. Lines written against another base
-    (``contrib/Nemotron/Nemotron-CC/data-jsonl/quality=high/...`` in Common Crawl's file)
-    then resolve in a mirror rooted anywhere; partition folders are never dropped."""
-    parts = relative.split("/")
-    first_field = next((i for i, part in enumerate(parts[:-1]) if "=" in part), len(parts) - 1)
-    for k in range(first_field + 1):
-        if remote.exists(remote.join(root, "/".join(parts[k:]))):
-            return k
-    raise CorpusError(f"{remote.join(root, relative)}: listed in the paths file but not found under the root "
-                      "(nor any tail of its path)")
+def rebase(root: PathLike, relatives: Iterable[str], tries: int = 64) -> int:
+    """How many leading folders of the paths file's lines to drop. Lines written against
+    another base (``contrib/Nemotron/Nemotron-CC/data-jsonl/quality=high/...`` in Common
+    Crawl's file) then resolve in a mirror rooted anywhere; partition folders are never
+    dropped. Decided on a line's *first partition folder* (the file itself for a line
+    without one): the fewest drops that make it exist under the root. A data file missing
+    from a partial mirror therefore never decides anything (it becomes a ``bad-input``
+    record when its shard runs, first or last); lines are tried in order, one per distinct
+    anchor folder, up to ``tries`` (Nemotron-CC has three: its quality folders)."""
+    tried: set[str] = set()
+    first = None
+    for relative in relatives:
+        parts = relative.split("/")
+        first_field = next((i for i, part in enumerate(parts[:-1]) if "=" in part), len(parts) - 1)
+        anchor = "/".join(parts[:first_field + 1])
+        if anchor in tried:
+            continue
+        if len(tried) == tries:
+            break
+        tried.add(anchor)
+        first = first or relative
+        for k in range(first_field + 1):
+            if remote.exists(remote.join(root, "/".join(parts[k:first_field + 1]))):
+                return k
+    raise CorpusError(f"{remote.join(root, first or '')}: listed in the paths file but not found under the root "
+                      f"(nor any tail of its path; {len(tried)} partition folder{'s' * (len(tried) != 1)} of the "
+                      "paths file tried: is the root right?)")
 
 
 def list_layout(root: PathLike, layouts: list[Layout], chosen: str) -> tuple[Layout, str, list[Listed]]:
@@ -200,6 +218,12 @@ def select(name: str, listed: list[Listed], where: dict[str, str], known: dict[s
     return kept
 
 
+def _first_present(paths: list[PathLike], tries: int = 64) -> PathLike | None:
+    """The first listed file that exists (a paths file may list files a partial mirror lacks;
+    those are bad-input records when their shards run), trying at most ``tries``."""
+    return next((path for path in paths[:tries] if remote.exists(path)), None)
+
+
 def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, where: dict[str, str] | None,
                        text_field: str | None, id_field: str | None):
     from verify.corpora.source import Source
@@ -208,15 +232,17 @@ def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, wh
     layout, how, listed = list_layout(base, layouts_of(name, table), str(table.get("layout", "auto")))
     known = field_values(listed)
     kept = select(name, listed, dict(where or {}), known) if where else listed
-    drop = rebase(base, kept[0][0]) if how.startswith("paths file") else 0
+    # the selection's lines first, then the rest: a partition missing from the mirror is bad-input too
+    drop = rebase(base, [rel for rel, _, _ in kept + listed]) if how.startswith("paths file") else 0
     paths = [(remote.join(base, "/".join(rel.split("/")[drop:])), size, fields) for rel, size, fields in kept]
     text = text_field or layout.text_field
     ids = (id_field,) if id_field else layout.id_fields
     chosen_id = ids[0]
-    first = paths[0][0]
-    if files.base_suffix(first) in files.PARQUET_SUFFIXES:  # one footer: a wrong field fails before any engine
-        names, _ = files.parquet_row_groups(first, text)
-        chosen_id = next((c for c in ids if c in names), ids[0])
+    if files.base_suffix(paths[0][0]) in files.PARQUET_SUFFIXES:  # one footer: a wrong field fails before any engine
+        first = _first_present([path for path, _, _ in paths]) if how.startswith("paths file") else paths[0][0]
+        if first is not None:
+            names, _ = files.parquet_row_groups(first, text)
+            chosen_id = next((c for c in ids if c in names), ids[0])
     shards = [s for path, size, fields in paths
               for s in file_shards(name, path, text, chosen_id, size=size, extra=fields)]
     description = {"kind": "partitioned", "root": str(base), "layout": layout.name, "listing": how,

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -20,12 +21,14 @@ from verify.errors import UsageError
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
 from verify.executors.pool import EngineOptions
 from verify.executors.setup import RayOptions
+from verify.ledger import DEFAULT_AUDIT_RATE
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.pipeline.records_task import records_task
 
 # the options a resume takes from the saved plan when the command line leaves them unsaid
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
-                 "timeout_s", "memory_limit_mb", "trace_format", "trace_template")
+                 "timeout_s", "memory_limit_mb", "trace_format", "trace_template", "ledger_audit",
+                 "ledger_audit_seed")
 
 
 @dataclass
@@ -50,6 +53,8 @@ class RunOptions:
     corpus_root: str | None = None  # where named corpora with a root (nemotron-cc) live
     where: dict[str, str] = field(default_factory=dict)  # partition filters (--where quality=high)
     ledger: str | None = None  # --ledger DIR or URL: the reference's ids by input key
+    ledger_audit: float | None = None  # --ledger-audit RATE: hits re-encoded (None: ledger.DEFAULT_AUDIT_RATE)
+    ledger_audit_seed: int | None = None  # which hits: drawn per run when it is planned (saved, so resumes agree)
     traces: list[str] | None = None  # agent traces to replay turn by turn (--traces PATH|agent:SEED)
     trace_format: str | None = None
     trace_template: str | None = None  # chat template name or .toml (default: the reference's family)
@@ -64,7 +69,10 @@ class RunOptions:
                 "sample_seed": self.sample_seed or 0, "strict": bool(self.strict),
                 "timeout_s": self.timeout_s or DEFAULT_TIMEOUT_S, "memory_limit_mb": self.memory_limit_mb,
                 "where": dict(sorted(self.where.items())), "trace_format": self.trace_format,
-                "trace_template": self.trace_template}
+                "trace_template": self.trace_template,
+                # the audit changes results (a forged entry it picks is an error, not verified)
+                "ledger_audit": DEFAULT_AUDIT_RATE if self.ledger_audit is None else self.ledger_audit,
+                "ledger_audit_seed": self.ledger_audit_seed or 0}
 
     def engine_options(self) -> EngineOptions:
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
@@ -91,6 +99,8 @@ def build_plan(opts: RunOptions) -> HuntPlan:
     candidates, swept = expand_candidates(opts.reference, opts.candidates)
     if not candidates:
         raise UsageError(f"'all' found no installed engine on the vocabulary of {opts.reference}")
+    if opts.ledger_audit_seed is None:  # another sample of the hits each run: a forgery cannot hide for long
+        opts.ledger_audit_seed = secrets.randbits(32) if opts.ledger else 0
     options = opts.output_options()
     sources, shards = [], []
     for corpus in opts.corpora:

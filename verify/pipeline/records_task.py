@@ -22,16 +22,21 @@ from verify.rundir.result import ShardResult
 from verify.sample import BadRecord, Sample
 
 def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
-                       result: ShardResult) -> list[list]:
-    """Every engine on one batch, the reference only on inputs the ledger has no entry for.
-    Where a candidate does not match an entry, the reference encodes the input again: the
-    fresh ids stand (and locate the difference) when they match the entry; when they do not,
-    the entry is corrupt and the reference's outcome is a ``LedgerCorrupt`` failure, so the
-    sample is never counted verified."""
+                       result: ShardResult, audit_rate: float = 0.0, audit_seed: int = 0) -> list[list]:
+    """Every engine on one batch, the reference only on inputs the ledger has no entry for
+    and on the audited hits (``verify.ledger.audited``: a deterministic sample at
+    ``audit_rate``). Where a candidate does not match an entry, the reference encodes the
+    input again. Whenever the reference's fresh ids do not match the entry (an audited hit,
+    or a re-encode), the entry is corrupt: the reference's outcome becomes a
+    ``LedgerCorrupt`` failure, so the sample is never counted verified. Fresh ids that
+    match stand in for the entry (and locate any difference exactly)."""
+    from verify.ledger import audited
+
     reference, candidates = executors[0], executors[1:]
     keys = [bytes.fromhex(input_key(s.segments)) for s in samples]
     misses = [i for i, k in enumerate(keys) if k not in recorded]
-    reference.submit([samples[i] for i in misses])
+    audits = [i for i, k in enumerate(keys) if k in recorded and audited(k, audit_rate, audit_seed)]
+    reference.submit([samples[i] for i in misses + audits])  # one reference call for both
     for ex in candidates:
         ex.submit(samples)
     fresh = reference.collect()
@@ -48,35 +53,54 @@ def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dic
     stats = result.ledger_stats
     stats["hits"] = stats.get("hits", 0) + len(samples) - len(misses)
     stats["encoded"] = stats.get("encoded", 0) + len(misses)
+    if audits:
+        stats["audited"] = stats.get("audited", 0) + len(audits)
+        for i, outcome in zip(audits, fresh[len(misses):]):
+            ref_out[i] = _checked(ref_out[i], outcome, stats)
     recheck = [i for i, r in enumerate(ref_out) if isinstance(r, Recorded)
                and any(is_ids(out[i]) and not agree(r, out[i]) for out in cand_outs)]
     if recheck:
         for i, outcome in zip(recheck, reference.encode([samples[i] for i in recheck])):
-            entry = ref_out[i]
-            if is_ids(outcome) and not entry.matches(outcome):
-                stats["corrupt"] = stats.get("corrupt", 0) + 1
-                outcome = Failure("error", "LedgerCorrupt",
-                                  f"the ledger records {entry.length} ids with digest {entry.digest} for this input; "
-                                  f"the reference now gives {outcome.size} ids with digest {ids_digest(outcome)} "
-                                  "(a corrupt ledger, or a reference that changed under the same identity)")
-            ref_out[i] = outcome
+            ref_out[i] = _checked(ref_out[i], outcome, stats)
     return [ref_out, *cand_outs]
+
+
+def _checked(entry: Recorded, outcome, stats: dict[str, int]):
+    """The reference's fresh outcome for an input the ledger has ``entry`` for: the ids when
+    they match it, a ``LedgerCorrupt`` failure when they do not, a failure as it is."""
+    if is_ids(outcome) and not entry.matches(outcome):
+        stats["corrupt"] = stats.get("corrupt", 0) + 1
+        return Failure("error", "LedgerCorrupt",
+                       f"the ledger records {entry.length} ids with digest {entry.digest} for this input; "
+                       f"the reference now gives {outcome.size} ids with digest {ids_digest(outcome)} "
+                       "(a corrupt ledger, or a reference that changed under the same identity)")
+    return outcome
 
 
 def records_task(index: int, shard: Shard, executors: Sequence, context) -> ShardResult:
     """The run's task (``WorkerSetup.task``): ``context`` (``TaskContext``) gives the batch
-    size, ``--strict`` and the worker's ledger."""
+    size, ``--strict``, the worker's ledger and, in its params (the plan's options), the
+    ledger audit's rate and seed."""
     setup = context.setup
     if shard.kind in ("traces", "agent"):
         return run_session_shard(index, shard, executors, strict=setup.strict, worker=context.worker)
+    from verify.ledger import DEFAULT_AUDIT_RATE
+
+    params = context.params
+    rate = params.get("ledger_audit")
     return run_shard(index, shard, executors, batch_size=setup.batch_size, strict=setup.strict,
-                     worker=context.worker, ledger=context.ledger)
+                     worker=context.worker, ledger=context.ledger,
+                     audit_rate=DEFAULT_AUDIT_RATE if rate is None else float(rate),
+                     audit_seed=int(params.get("ledger_audit_seed") or 0))
 
 
 def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int = 64,
-              strict: bool = False, worker: str = "", ledger=None) -> ShardResult:
+              strict: bool = False, worker: str = "", ledger=None, audit_rate: float = 0.0,
+              audit_seed: int = 0) -> ShardResult:
     """``executors[0]`` is the reference. ``strict``: a bad record raises ``CorpusError``.
-    ``ledger`` (a ``verify.ledger.Ledger`` of the reference): reuse what it recorded."""
+    ``ledger`` (a ``verify.ledger.Ledger`` of the reference): reuse what it recorded, except
+    the hits the audit picks (``audit_rate``, ``audit_seed``); its parts that fail their
+    checksum are counted in ``ledger_stats["bad_parts"]`` and their inputs encoded again."""
     started = time.monotonic()
     sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
     result = ShardResult(index, shard.id, Counts(), worker=worker)
@@ -84,7 +108,10 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
     if ledger is not None:
         from verify.ledger import partition_of
 
-        recorded = ledger.lookup(partition_of(shard.id))
+        bad: list = []
+        recorded = ledger.lookup(partition_of(shard.id), bad)
+        if bad:  # one partition per shard: each bad part is counted once per attempt
+            result.ledger_stats["bad_parts"] = len(bad)
     for side in sides:
         result.counts.engine(side.spec)
     for batch in batched(shard.records(), batch_size):
@@ -101,7 +128,7 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
         if not samples:
             continue
         outcomes = encode_all(executors, samples) if recorded is None else \
-            encode_with_ledger(executors, samples, recorded, result)
+            encode_with_ledger(executors, samples, recorded, result, audit_rate, audit_seed)
         delta, findings = compare_batch(samples, outcomes, sides, shard.source)
         result.counts.add(delta)
         for finding in findings:
