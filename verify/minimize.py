@@ -18,7 +18,8 @@ count is one element -- runs are dropped, then each count is bisected down to th
 that still fails -- so a 10^6-character run costs about 20 calls per run, and a finding
 comes back as ``'a'×500`` or ``'1'×24998 + '\x1c' + '1'×2``, not as 25,000 characters.
 While the input is still more than ``RUN_CHARS`` characters of runs after that, the
-character passes below run only as their whole-text forms (a reproducer stays a run).
+character passes below do not run: a reproducer stays a run, with its characters (a
+character replaced in a long run can change which rule the input hits).
 
 Passes, repeated until a whole round changes nothing (or the budget ends):
   1. characters: delta debugging by chunk removal, coarse to fine — drop halves,
@@ -160,7 +161,8 @@ class _Shrinker:
             if not long:
                 self.remove_chunks()
             self.shrink_segments()
-            self.simplify(per_position=not long)
+            if not long:  # a reproducer of runs keeps its characters: '1'×24998 + '\x1c' + '1'×2
+                self.simplify()
             if self.current == before:
                 return
 

@@ -17,20 +17,22 @@ first hit at one cut never leaves another cut untried.
                also runs threshold inputs, so the thresholds keep half of it).
   thresholds   ``stress.threshold_plan``, one input at a time, until the deadline (the first
                ``MIN_THRESHOLD_INPUTS`` whatever the time: a slow batch on a busy machine must
-               not leave the chunking thresholds untried); an engine
-               whose ``ids/stress-only/cut-N`` cluster is known skips the other inputs at cut N.
+               not leave the chunking thresholds untried); every input of every cut runs,
+               whatever was found before (a first hit never hides the rest).
 
 A phase that stopped for its deadline says so: ``report["capped"]`` (a larger batch left out,
 or threshold inputs left untried). ``merge_reports`` joins the reports of a run's stress shards.
 
-Stress-only bugs. For an ``ids`` finding of a cluster not known yet, its *twin* is
-encoded by the reference and the finding's engine: the sample alone (big batch) or the
-500 characters around the probe (threshold input). When the twins agree, the bug needs
-the stress shape: the finding is marked ``fields["stress"]["only"]`` (``big-batch`` or
-``cut-N``) and falls in the one cluster ``ids/stress-only/ONLY`` of its engine, whatever
-text surrounds it; otherwise it keeps its ordinary cluster (a local bug that the stress
-sample happened to contain). When the reference's own batch ids differ from its single
-call, the reference gets that finding.
+Stress-only bugs. A threshold input's finding is named by its *minimised reproducer*
+(run-length minimisation: a few dozen calls however long the input): when that is still
+as long as the cut (``'1'×25001``) the bug needs the threshold -- the finding is marked
+``fields["stress"]["only"]`` ``cut-N`` and falls in the cluster ``ids/stress-only/cut-N``;
+when it is shorter (``'a'×500``, a tie rule on long runs) the finding becomes the finding on
+that reproducer, in its ordinary cluster, and says what it was minimised from. Two causes
+at one cut are two clusters. For a big-batch finding the *twin* -- the sample alone -- is
+encoded by the reference and the finding's engine: when they agree, the bug needs the
+batch (``ids/stress-only/big-batch``). When the reference's own batch ids differ from its
+single call, the reference gets that finding.
 
 Every finding carries the sample's recipe in ``fields["stress"]`` and goes through the
 shard's ``ClusterBook`` like a hypothesis finding: the first of a new cluster is written,
@@ -47,6 +49,7 @@ from typing import Any, Callable, Sequence
 
 from verify.adversarial.stress import shapes as stress
 from verify.adversarial.fuzz.clusters import STRESS_ONLY, ClusterBook
+from verify.adversarial.unicode.contexts import WHITESPACE_LIKE
 from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
@@ -80,6 +83,7 @@ class StressPhase:
     _rechecked: dict[tuple[str, str, str], bool] = field(default_factory=dict)
     _pieces: dict[str, CachedTokenBytes] = field(default_factory=dict)
     _keys: dict[tuple, str] = field(default_factory=dict)  # (kind, char_offset, text) -> ordinary key
+    _by_cut: dict[tuple, list | None] = field(default_factory=dict)  # threshold findings' minimised reproducers
 
     def _sides(self, executors) -> list[Side]:
         return [Side(ex.spec, self._pieces.setdefault(ex.spec, CachedTokenBytes(ex))) for ex in executors]
@@ -122,8 +126,11 @@ class StressPhase:
               twin_of: Callable[[Finding], Sample]) -> None:
         """Mark stress-only findings, count every finding, write the first of each new cluster."""
         for finding in findings:  # one at a time: the first of a cluster is written, the rest are masked
+            if only.startswith("cut-") and finding.kind == "ids":
+                finding = self._by_cause(finding, executors, int(only[4:]))
             key = self._key(finding)
-            if finding.kind == "ids" and not self.book.known(finding, key) and \
+            if finding.kind == "ids" and not finding.fields["stress"].get("only") and \
+                    not only.startswith("cut-") and not self.book.known(finding, key) and \
                     self._needs_shape(finding, key, executors, only, twin_of):
                 finding.fields["stress"]["only"] = only
                 key = self.book.key(finding)
@@ -133,6 +140,35 @@ class StressPhase:
             if local and self.fold is not None and self.fold(finding):
                 continue  # a short sample whose minimised reproducer is a found cluster's: the same bug
             self.write(finding, "stress", key, self.cause(finding) if local and self.cause else None)
+
+    def _by_cause(self, finding: Finding, executors: list, cut: int) -> Finding:
+        """A threshold input's finding named by its minimised reproducer: still as long as the cut
+        (``'1'×25001``) -- it needs the chunking threshold, cluster ``ids/stress-only/cut-N`` --, or
+        shorter (``'a'×500``: a tie rule on long runs, nothing to do with the cut), when it becomes
+        the finding on that reproducer, in its ordinary cluster. Minimised once per (engine, cut,
+        ordinary cluster, probe class); runs minimise in a few dozen calls however long."""
+        if self.cause is None:
+            return finding
+        probe = finding.fields["stress"].get("probe", "")
+        ident = (finding.engine, cut, self.book.key(finding), _probe_class(probe))
+        if ident not in self._by_cut:
+            found = self.cause(finding)
+            self._by_cut[ident] = None if found is None else found[1]
+        segments = self._by_cut[ident]
+        if segments is None:
+            return finding
+        if sum(len(text) for text, _ in segments) >= cut:
+            finding.fields["stress"]["only"] = f"cut-{cut}"
+            return finding
+        engine = next(ex for ex in executors if ex.spec == finding.engine)
+        small = Sample.from_segments(f"{finding.sample.id}:minimised", segments)
+        _, smaller = compare_batch([small], encode_all([self.reference, engine], [small]),
+                                   self._sides([self.reference, engine]), SOURCE)
+        same = [f for f in smaller if f.engine == finding.engine]
+        if not same:
+            return finding
+        same[0].fields["stress"] = {**finding.fields["stress"], "minimised_from": finding.sample.id}
+        return same[0]
 
     def _key(self, finding: Finding) -> str:
         """The ordinary cluster key; for ids findings of short samples, computed once per (offset, text):
@@ -217,12 +253,9 @@ class StressPhase:
                 if tier is not None:
                     info["tiers_done"].append(tier)
                 tier = item.tier
-            # an engine whose chunking at this cut is found skips the cut's other inputs (masked there)
-            asked = [ex for ex in active if not self.book.known_key(ex.spec, f"ids/{STRESS_ONLY}/cut-{item.cut}")]
-            if not asked:
-                info["skipped"] = info.get("skipped", 0) + 1
-                continue
-            executors = [self.reference, *asked]
+            # every input of every cut runs, whatever was found before: a first hit never hides the rest
+            # (findings of a known cluster are counted and masked, not written again)
+            executors = [self.reference, *active]
             sample = item.sample()
             delta, findings = compare_batch([sample], encode_all(executors, [sample]), self._sides(executors),
                                             SOURCE)
@@ -235,6 +268,15 @@ class StressPhase:
         else:
             if tier is not None:
                 info["tiers_done"].append(tier)
+
+
+def _probe_class(probe: str) -> str:
+    """What a threshold input's probe character is, for telling causes apart at one cut."""
+    if not probe.startswith("U+"):
+        return ""
+    ch = chr(int(probe[2:], 16))
+    white = any(a <= ord(ch) <= b for a, b in WHITESPACE_LIKE)
+    return ("space" if ch.isspace() else "other") + ("/whitespace-like" if white else "")
 
 
 def twin(item: stress.Threshold, sample: Sample) -> Sample:

@@ -2,19 +2,24 @@
 
 For one family and every candidate at once (the reference encodes each text once):
 
-1. **Grow** the length geometrically (``GROWTH`` times per step, from ``START`` to
-   ``max_chars``, the last step exactly ``max_chars``) until a candidate differs from the
-   reference (or fails where the reference does not).
+1. **Grow** the length geometrically (about ``GROWTH`` times per step, from ``START`` to
+   ``max_chars``) until a candidate differs from the reference (or fails where the
+   reference does not). Every length tried is a prime: a fault often shows only where the
+   cut falls inside a token, and a run's tokens have a period (``'a' * n`` is n/8 tokens of
+   eight), so lengths that are powers of two would all be aligned and see nothing.
 2. **Bisect** between the last length it agreed at and the first it differed at, down to
-   two adjacent lengths: the **first divergent length** ``T`` (``T - 1`` agrees). A
-   500-byte tie rule, a 3,777-character chunk and the 25,000 / 400,000 cuts come out the
-   same way; the cut is ``T - 1`` characters.
+   two adjacent lengths, then **scan back** ``SCAN`` lengths at a time for an earlier one
+   that differs (a midpoint on an aligned length agrees although the fault is below it):
+   the **first divergent length** ``T`` (``T - 1`` agrees, and so do the ``SCAN`` below it).
+   A 500-byte tie rule, a 3,777-character chunk and the 25,000 / 400,000 cuts come out
+   the same way; the cut is ``T - 1`` characters.
 3. **Probe the cut**: every whitespace-like and control character placed at the cut and
-   at +-1, +-2 (one text each up to ``PER_POSITION_MAX`` characters; above it the probe fills
-   the five positions at once, one text per character) in the family's text just past
-   the cut. Whatever differs there is reported too: a rule for whitespace at a chunk
-   boundary differs on a text the plain run does not explain, and its minimised
-   reproducer (``'1'×24998 + '\\x1c' + '1'×2``) tells the two causes apart.
+   just before it (the last ``len(OFFSETS)`` positions of the text of length ``T``; one text
+   each up to ``PER_POSITION_MAX`` characters, above it the probe fills the positions at
+   once) -- and the same texts one character shorter, where the plain run agrees. What
+   differs is reported: dropping the probe leaves a run that agrees, so the minimised
+   reproducer keeps it (``'1'×24998 + '\\x1c' + '1'×2``), and a rule for whitespace at a
+   chunk boundary comes out apart from the plain cut.
 
 A shard holds several families (``GroupSearch``); each threshold is probed once per shard
 and candidate, with the first family that found it, so a chunk size that a hundred
@@ -39,18 +44,50 @@ from verify.sample import Sample
 
 START = 16
 GROWTH = 4
-OFFSETS = (-2, -1, 0, 1, 2)
-TAIL = 3  # characters past the last probe position
+SCAN = 32  # lengths scanned back below a bisected boundary (longest token period expected)
+SCAN_LONG = 8  # the same above LONG: each length is a large encode
+LONG = 100_000
+OFFSETS = (-4, -3, -2, -1, 0)  # from the last character of the text
 PER_POSITION_MAX = 50_000  # cuts above this get one text per probe character, the five positions filled
 MAX_PROBE_FINDINGS = 64
 
 
+def _is_prime(n: int) -> bool:
+    if n < 2:
+        return False
+    if n % 2 == 0:
+        return n == 2
+    f = 3
+    while f * f <= n:
+        if n % f == 0:
+            return False
+        f += 2
+    return True
+
+
+def prime_at_least(n: int) -> int:
+    while not _is_prime(n):
+        n += 1
+    return n
+
+
+def prime_at_most(n: int) -> int:
+    while n > 2 and not _is_prime(n):
+        n -= 1
+    return n
+
+
 def lengths(max_chars: int) -> list[int]:
+    """The growth points: primes about ``GROWTH`` apart, the last the largest prime up to ``max_chars``."""
+    last = prime_at_most(max_chars)
     out, n = [], START
-    while n < max_chars:
-        out.append(n)
+    while n < last:
+        p = prime_at_least(n)
+        if p >= last:
+            break
+        out.append(p)
         n *= GROWTH
-    return out + [max_chars]
+    return out + [last]
 
 
 @dataclass
@@ -172,7 +209,17 @@ class FamilySearch:
                 hi = mid
             else:
                 lo = mid
-        self.result.candidates[ex.spec].agrees_up_to = max(self.result.candidates[ex.spec].agrees_up_to, lo)
+        # scan back: an aligned midpoint may have agreed although the fault starts below it
+        window = SCAN if hi <= LONG else SCAN_LONG
+        n = hi - 1
+        while n > max(0, hi - 1 - window) and n >= 1:
+            if self._differs(ex, n):
+                hi = n  # an earlier one: keep scanning a whole window below it
+                window = SCAN if hi <= LONG else SCAN_LONG
+            n -= 1
+            if n <= hi - 1 - window:
+                break
+        self.result.candidates[ex.spec].agrees_up_to = max(self.result.candidates[ex.spec].agrees_up_to, hi - 1)
         return hi
 
     def _report(self, ex, n: int) -> None:
@@ -181,28 +228,30 @@ class FamilySearch:
                       fields=[{"length": n, "runs": self.family.runs(n), "threshold": n, "phase": "first-divergent"}])
 
     def _probe_cut(self, ex, st: CandidateLength) -> None:
-        cut = st.first_divergent - 1
-        if cut < 3:
+        total = st.first_divergent
+        if total < 8:
             return
-        base = self.family.text(cut + max(OFFSETS) + TAIL)
         samples, fields = [], []
-        for cp in SEPARATING:
-            probe = chr(cp)
-            if cut <= PER_POSITION_MAX:
-                spots = [[cut + off] for off in OFFSETS]
-            else:
-                spots = [[cut + off for off in OFFSETS]]
-            for spot in spots:
-                text = base[:spot[0]] + probe * len(spot) + base[spot[-1] + 1:]
-                samples.append(Sample.plain(f"{self.family.name}@{len(text)}/U+{cp:04X}@{spot[0]}", text))
-                fields.append({"length": len(text), "threshold": st.first_divergent, "phase": "cut-probe",
-                               "probe": f"U+{cp:04X}", "at": spot[0], "width": len(spot),
-                               "runs": _probe_runs(self.family, spot, probe, len(text))})
+        for length in (total, total - 1):  # at T the plain run differs, at T - 1 it agrees
+            base = self.family.text(length)
+            last = length - 1
+            for cp in SEPARATING:
+                probe = chr(cp)
+                spots = [[last + off] for off in OFFSETS] if length <= PER_POSITION_MAX else \
+                    [[last + off for off in OFFSETS]]
+                for spot in spots:
+                    text = base[:spot[0]] + probe * len(spot) + base[spot[-1] + 1:]
+                    samples.append(Sample.plain(f"{self.family.name}@{length}/U+{cp:04X}@{spot[0]}", text))
+                    fields.append({"length": length, "threshold": total, "phase": "cut-probe",
+                                   "probe": f"U+{cp:04X}", "at": spot[0], "width": len(spot),
+                                   "runs": _probe_runs(self.family, spot, probe, length)})
         found_before = len(self.result.findings)
         for i in range(0, len(samples), 16):
             differs = self._compare(samples[i:i + 16], [ex], fields[i:i + 16])
             st.probes += len(samples[i:i + 16])
             st.probes_differing += sum(differs[0])
+            for s in samples[i:i + 16]:
+                self._reference.pop(s.id, None)  # probes are not revisited
         kept = self.result.findings[:found_before] + self.result.findings[found_before:][:MAX_PROBE_FINDINGS]
         st.probe_findings_dropped += len(self.result.findings) - len(kept)
         self.result.findings = kept
