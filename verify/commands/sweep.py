@@ -16,6 +16,7 @@ from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import add_pool_options, default_out, engine_options
 from verify.errors import UsageError
 from verify import atomic
+from verify.reports.md import md_cell, md_text
 
 DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "tiktoken-p50k", "hf-deepseek-v3", "hf-anthropic",
                       "tekken-tekken", "sentencepiece-spm-v3"]
@@ -100,7 +101,7 @@ def unicode_row(r) -> str:
 
     version = r.unicode_version if r.count and r.unicode_version else "-"
     explained = f"{r.explained:.0%}" if r.count and r.unicode_version else "-"
-    return (f"| `{r.reference}` | `{r.candidate}` | {r.count:,} | {len(r.mismatched):,} | {version} | {explained} | "
+    return (f"| {md_cell(r.reference)} | {md_cell(r.candidate)} | {r.count:,} | {len(r.mismatched):,} | {version} | {explained} | "
             f"{ranges(r.whitespace)} | {ranges(r.errors)} | {r.seconds:.0f} |")
 
 
@@ -112,12 +113,12 @@ def table_rows(manifest: dict, out: Path) -> list[str]:
     for spec, tally in manifest["counts"]["per_engine"].items():
         if spec == reference["spec"]:
             continue
-        rows.append(f"| `{reference['spec']}` | `{spec}` | {versions.get(spec) or '-'} | "
+        rows.append(f"| {md_cell(reference['spec'])} | {md_cell(spec)} | {versions.get(spec) or '-'} | "
                     + " | ".join(str(tally[k]) for k in ("verified", "diverged", "error", "crash", "timeout", "skipped"))
                     + f" | {clusters.get(spec, '')} |")
     for spec, note in manifest.get("engine_notes", {}).items():
         if "not_loaded" in note:
-            rows.append(f"| `{reference['spec']}` | `{spec}` | - | not loaded: {note['not_loaded'][:80]} |||||||")
+            rows.append(f"| {md_cell(reference['spec'])} | {md_cell(spec)} | - | not loaded: {md_text(note['not_loaded'][:80])} |||||||")
     return rows
 
 
@@ -132,5 +133,5 @@ def _largest_cluster_per_engine(out: Path) -> dict[str, str]:
     for engine, cluster in largest.items():
         example = cluster.get("example")  # the minimised input: [[text, allow_special], ...]
         text = repr("".join(t for t, _ in example))[:40] if example else ""
-        cells[engine] = f"`{cluster['key']}` ×{cluster['count']} {text}".replace("|", "\\|")
+        cells[engine] = f"{md_cell(cluster['key'])} ×{cluster['count']} {text}".replace("|", "\\|")
     return cells

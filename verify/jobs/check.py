@@ -41,22 +41,6 @@ def check_job(engine: str, job: JobOptions, *, corpora: list[str], text_field: s
     ``job.resume``, what is None (or empty) here is taken from the saved plan."""
     hunt = CheckHunt(engine, job, corpora=corpora, text_field=text_field, id_field=id_field, limit=limit,
                      batch_size=batch_size, checks=checks, roundtrip=roundtrip, stress_budget_s=stress_budget_s)
-    try:
-        result = run_hunt(hunt, job)
-    finally:
-        titled_summary(job.out, hunt.label)
+    result = run_hunt(hunt, job)
     report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
     return CheckResult(job.out, result.counts, report, result.complete)
-
-
-def titled_summary(out: Path, title: str) -> None:
-    """``summary.md`` again under the command's own title (``# verify check: PASS``), as before
-    the move to the pipeline: the driver renders every hunt's as ``verify run``.
-    (Redundant once ``verify.reports.markdown.write_run_summary`` titles it by the manifest's hunt.)"""
-    from verify.reports.markdown import MAX_LISTED, write_summary
-    from verify.triage import read_clusters, triaged_records
-
-    if not (Path(out) / "manifest.json").is_file():
-        return  # stopped before the first shard: nothing to title
-    manifest = json.loads((Path(out) / "manifest.json").read_text(encoding="utf-8"))
-    write_summary(out, manifest, triaged_records(out, MAX_LISTED), read_clusters(out) or None, title=title)

@@ -11,7 +11,6 @@ from verify.adversarial.regressions.cases import RegressionCase
 from verify.adversarial.regressions.hunt import REPORT_FILE, RecheckHunt
 from verify.counts import Counts
 from verify.driver import run_hunt
-from verify.jobs.check import titled_summary
 from verify.pipeline.hunt import JobOptions
 
 
@@ -33,9 +32,6 @@ def recheck_job(cases: list[RegressionCase], job: JobOptions, *, allow_unavailab
     """Replay every ``RegressionCase`` of ``cases`` into ``job.out`` (no triage: a case is no
     finding). ``allow_unavailable``: a case whose engine cannot start is reported, not counted."""
     hunt = RecheckHunt(cases, job, allow_unavailable=allow_unavailable, cases_dir=cases_dir)
-    try:
-        result = run_hunt(hunt, job, triage=None)
-    finally:
-        titled_summary(job.out, hunt.label)
+    result = run_hunt(hunt, job, triage=None)
     report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
     return RecheckResult(job.out, result.counts, report, result.complete)

@@ -13,12 +13,11 @@ Everything that comes from a corpus or a config is shown through
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from verify.counts import STATES
 from verify.reports.report_data import CLUSTER_CONTEXT_CHARS, ReportData, load_report
-from verify.reports.visible import cut_visible, reveal_invisible
+from verify.reports.md import md_code
 
 SUMMARY_FILE = "ci-summary.md"
 MAX_LINES = 60
@@ -26,22 +25,7 @@ MAX_CHARS = 6000
 TOP_CLUSTERS = 10
 MAX_ENGINES = 6
 GATE_LISTED = 5
-FIELD_CHARS = 80
 REPRO_CHARS = 60
-
-
-def md_code(text: str, limit: int = FIELD_CHARS, table: bool = False) -> str:
-    """``text`` as a Markdown code span: cut, invisible characters escaped, fenced by
-    more backticks than it holds; in a table cell its pipes escaped too."""
-    shown = cut_visible(reveal_invisible(text), limit)  # report data is escaped already; manifest names may not be
-    if not shown:
-        return '`""`'
-    if table:
-        shown = shown.replace("|", "\\|")
-    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if shown.startswith("`") or shown.endswith("`") or longest else ""
-    return f"{fence}{pad}{shown}{pad}{fence}"
 
 
 def _counts_table(data: ReportData) -> list[str]:

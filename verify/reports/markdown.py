@@ -2,29 +2,31 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 from verify import atomic
+from verify.reports.md import md_cell, md_text
 
 MAX_LISTED = 50
 EXAMPLE_CHARS = 60
 
 
-def _cell(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    return text.replace("|", "\\|").replace("\n", "\\n").replace("\r", "\\r")
+def _cell(value: Any, limit: int = 80) -> str:
+    """Any value from a corpus, an engine or a committed file: a code span, inert in a viewer."""
+    return md_cell(value, limit)
 
 
 def _example(segments: list | None) -> str:
-    """A minimised input as a Python repr, at most EXAMPLE_CHARS characters."""
+    """A minimised input: its run-length form when it is mostly repetition (``'1'×24998 +
+    '\\x1c' + '1'×2``), else a Python repr; at most EXAMPLE_CHARS characters."""
     if not segments:
         return ""
+    from verify.runs import compact, describe
+
     plain = len(segments) == 1 and not segments[0][1]
-    text = repr(segments[0][0]) if plain else repr([tuple(s) for s in segments])
-    text = text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS - 1] + "…"
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {_cell(text)} {fence}" if fence == "``" else f"`{_cell(text)}`"
+    runs = compact(segments[0][0]) if plain else None
+    text = describe(runs) if runs else repr(segments[0][0]) if plain else repr([tuple(s) for s in segments])
+    return md_cell(text, EXAMPLE_CHARS)
 
 
 def _package(identity: dict[str, Any]) -> str:
@@ -50,7 +52,7 @@ def _causes_section(clusters: list[dict[str, Any]]) -> list[str]:
     lines = [f"## Likely causes ({len(causes)}: clusters with the same minimised reproducer)", "",
              "| cause | engine | findings | clusters | minimised reproducer | tags |", "|---|---|---|---|---|---|"]
     for cause, row in rows[:MAX_LISTED]:
-        lines.append(f"| `{cause}` | `{row['engine']}` | {row['count']} | {row['clusters']} | "
+        lines.append(f"| {_cell(cause)} | {_cell(row['engine'])} | {row['count']} | {row['clusters']} | "
                      f"{_example(row['example'])} | {_cell(', '.join(sorted(row['tags'])))} |")
     return lines + [""]
 
@@ -59,7 +61,7 @@ def _clusters_section(clusters: list[dict[str, Any]]) -> list[str]:
     lines = [f"## Clusters ({len(clusters)}; first {min(len(clusters), MAX_LISTED)} listed, all in clusters.json)", "",
              "| cluster | engine | count | tags | minimised example |", "|---|---|---|---|---|"]
     for c in clusters[:MAX_LISTED]:
-        lines.append(f"| `{_cell(c['key'])}` | `{c['engine']}` | {c['count']} | {_cell(', '.join(c['tags']))} | "
+        lines.append(f"| {_cell(c['key'])} | {_cell(c['engine'])} | {c['count']} | {_cell(', '.join(c['tags']))} | "
                      f"{_example(c.get('example'))} |")
     return lines + [""]
 
@@ -70,17 +72,19 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
 
     counts = manifest["counts"]
     verdict = run_verdict(manifest)
-    lines = [f"# {title}: {verdict}", ""]
+    lines = [f"# {md_text(title)}: {verdict}", ""]
     if manifest.get("aborted"):
-        lines.append(f"- **aborted**: {manifest['aborted']}")
+        lines.append(f"- **aborted**: {md_text(manifest['aborted'])}")
     ref = manifest.get("reference")
     if ref:
-        lines.append(f"- reference: `{ref['spec']}` ({_package(ref)}vocab sha256 `{(ref.get('vocab_sha256') or '-')[:16]}`)")
+        lines.append(f"- reference: {_cell(ref['spec'])} ({md_text(_package(ref))}vocab sha256 "
+                     f"{_cell((ref.get('vocab_sha256') or '-')[:16])})")
     for cand in manifest["candidates"]:
-        lines.append(f"- candidate: `{cand['spec']}` ({_package(cand)}fingerprint `{cand.get('fingerprint')}`)")
+        lines.append(f"- candidate: {_cell(cand['spec'])} ({md_text(_package(cand))}fingerprint "
+                     f"{_cell(cand.get('fingerprint'))})")
     for name, report in (manifest.get("reports") or {}).items():
-        lines.append(f"- {name}: [{report}]({report})")
-    lines.append(f"- sources: {', '.join(s['name'] for s in manifest['sources']) or '-'}")
+        lines.append(f"- {md_text(name)}: {_cell(report)}")
+    lines.append(f"- sources: {', '.join(md_text(s['name']) for s in manifest['sources']) or '-'}")
     lines.append(f"- {manifest['started']} .. {manifest['finished'] or 'still running'} ({manifest['seconds']} s)"
                  + (" — INTERRUPTED, counts are partial" if manifest.get("interrupted") else ""))
     shards = manifest.get("shards")
@@ -92,9 +96,9 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
         lines.append(f"- **bad records: {counts['bad_records']}** (reported as `bad-input` findings)")
     for spec, note in (manifest.get("engine_notes") or {}).items():
         for warning in note.get("warnings", []):
-            lines.append(f"- **warning** `{spec}`: {warning}")
+            lines.append(f"- **warning** {_cell(spec)}: {md_text(warning)}")
         if "not_loaded" in note:
-            lines.append(f"- **not loaded** `{spec}`: {note['not_loaded']}")
+            lines.append(f"- **not loaded** {_cell(spec)}: {md_text(note['not_loaded'])}")
     lines += ["", "| samples | chars | tokens | verified | diverged | error | crash | timeout | skipped |",
               "|---|---|---|---|---|---|---|---|---|",
               "| " + " | ".join(str(counts[k]) for k in ("samples", "chars", "tokens", "verified", "diverged",
@@ -102,7 +106,7 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
     lines += ["## Per engine", "", "| engine | verified | diverged | error | crash | timeout | skipped |",
               "|---|---|---|---|---|---|---|"]
     for spec, tally in counts["per_engine"].items():
-        lines.append(f"| `{spec}` | " + " | ".join(str(tally[k]) for k in
+        lines.append(f"| {_cell(spec)} | " + " | ".join(str(tally[k]) for k in
                                                   ("verified", "diverged", "error", "crash", "timeout", "skipped")) + " |")
     lines.append("")
     if clusters:
@@ -117,7 +121,7 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
             context = f"{ctx.get('before', '')[-20:]}⟦{ctx.get('after', '')[:12]}" if ctx else ""
             exp = f.get("expected", {}).get("pieces") or f.get("expected", {}).get("ids") or ""
             act = f.get("actual", {}).get("pieces") or f.get("actual", {}).get("ids") or f.get("error", {}).get("message", "")
-            lines.append(f"| {f['kind']} | `{f['engine']}` | `{_cell(f['sample_id'])}` | {f.get('token_index', '')} | "
+            lines.append(f"| {_cell(f['kind'])} | {_cell(f['engine'])} | {_cell(f['sample_id'])} | {f.get('token_index', '')} | "
                          f"{f.get('byte_offset', '')} | {_cell(context)} | {_cell(exp)} | {_cell(act)} | "
                          f"{_example((f.get('minimized') or {}).get('input'))} |")
         lines.append("")
@@ -142,7 +146,7 @@ def _sessions_section(findings: list[dict[str, Any]]) -> list[str]:
         shown = f"rules: {', '.join(map(str, relied))}" if relied else ", ".join(
             f"{k}={v}" for k, v in notes.items()) if isinstance(notes, dict) else str(notes)
         small = (f.get("minimized") or {}).get("session") or {}
-        lines.append(f"| `{f['engine']}` | `{_cell(s.get('id'))}` | {s.get('turn')} | {s.get('prefix_chars')} | "
+        lines.append(f"| {_cell(f['engine'])} | {_cell(s.get('id'))} | {s.get('turn')} | {s.get('prefix_chars')} | "
                      f"{_example(s.get('append'))} | {update.get('replace_from', '')} | {_cell(shown)} | "
                      f"{_example(small.get('prefix')) if small else ''} | {_example(small.get('append')) if small else ''} |")
     return lines + [""]
@@ -156,7 +160,11 @@ def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[s
 
 
 def write_run_summary(out_dir: Path, manifest: dict[str, Any]) -> Path:
-    """summary.md from the committed files: the first findings with their triage, the clusters."""
+    """summary.md from the committed files: the first findings with their triage, the clusters;
+    titled by the hunt that ran (``verify unicode``, ``verify check`` ...)."""
     from verify.triage import read_clusters, triaged_records
 
-    return write_summary(out_dir, manifest, triaged_records(out_dir, MAX_LISTED), read_clusters(out_dir) or None)
+    title = {"run": "verify run", "vocab-sweep": "verify vocab sweep", "length": "verify length sweep",
+             "edits": "verify replay-edits"}.get(manifest.get("hunt") or "run", f"verify {manifest.get('hunt')}")
+    return write_summary(out_dir, manifest, triaged_records(out_dir, MAX_LISTED), read_clusters(out_dir) or None,
+                         title=title)

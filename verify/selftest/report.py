@@ -7,6 +7,7 @@ from pathlib import Path
 
 from verify.selftest.shadow_model import PAPER
 from verify import atomic
+from verify.reports.md import md_cell
 
 KIND_NOTES = {
     "substitute": "one token replaced by another",
@@ -55,9 +56,9 @@ def markdown(result: dict) -> str:
     lines = [
         f"# verify selftest: {'passed' if result['passed'] else 'FAILED'}",
         "",
-        f"Reference `{result['reference']}`, seed {result['seed']}, rate {result['rate']}, "
+        f"Reference {md_cell(result['reference'])}, seed {result['seed']}, rate {result['rate']}, "
         f"{result['faults_per_kind']} faults aimed at per kind ({result['documents']} documents of "
-        f"`{result['corpus']}`; unicode fault `{result['unicode_fault']}`; history after {result['after']} "
+        f"{md_cell(result['corpus'])}; unicode fault {md_cell(result['unicode_fault'])}; history after {result['after']} "
         f"characters, {result['turns']} turns per session). A kind passes when it found at least "
         f"{result['min_recall']:.0%} of its injected faults and reported nothing on inputs without one.",
         "",
@@ -84,7 +85,7 @@ def markdown(result: dict) -> str:
                          if r["kind"] == "unicode" else
                          f"- {r['kind']}: no fault could be injected in {r['inputs']} inputs, so nothing was measured")
         if r["missed"]:
-            lines.append(f"- {r['kind']}: missed {', '.join(f'`{m}`' for m in r['missed'])}")
+            lines.append(f"- {r['kind']}: missed {', '.join(f'{md_cell(m)}' for m in r['missed'])}")
     lines.append("")
-    lines += [f"- `{r['kind']}` ({KIND_NOTES[r['kind']]}): `{r['spec']}`, run in `{r['run']}`" for r in result["kinds"]]
+    lines += [f"- {md_cell(r['kind'])} ({KIND_NOTES[r['kind']]}): {md_cell(r['spec'])}, run in {md_cell(r['run'])}" for r in result["kinds"]]
     return "\n".join(lines) + "\n"

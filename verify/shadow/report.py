@@ -12,13 +12,13 @@ bidirectional and invisible characters appear as escapes, never raw.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from verify.classify import Cluster
 from verify.shadow.schema import parse_timestamp
 from verify import atomic
+from verify.reports.md import md_cell
 
 REPORT_SCHEMA = "verify.shadow-report/1"
 MAX_SHOWN_IDS = 16
@@ -134,11 +134,8 @@ def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, 
 # --- Markdown ----------------------------------------------------------------------------
 
 def _code(value: Any, limit: int = MAX_MD_TEXT) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=True)
-    text = text.replace("|", "\\|")
-    if len(text) > limit:
-        text = text[:limit - 1] + "…"
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
+    """Any value from production or a committed file: a code span, inert in a viewer."""
+    return md_cell(value, limit)
 
 
 def _input_repr(segments: list | None) -> str:
@@ -152,19 +149,19 @@ def _input_repr(segments: list | None) -> str:
 def _reproducer_md(rep: dict[str, Any]) -> str:
     if rep.get("minimized"):
         return (f"{_input_repr(rep['input'])} (minimised from {rep.get('initial_chars')} characters against "
-                f"`{rep.get('replay_engine')}`{'; cut by the budget' if rep.get('stopped_on_budget') else ''}"
+                f"{_code(rep.get('replay_engine'))}{'; cut by the budget' if rep.get('stopped_on_budget') else ''}"
                 f"{'; redacted to its window' if rep.get('redacted') else ''})")
     why = f" — not minimised: {rep['why']}" if rep.get("why") else ""
     if rep.get("redacted"):
         red = rep["redacted"]
         window = (red.get("window") or {}).get("segments")
         shown = f"window {_input_repr(window)}" if window else "no window (difference not located)"
-        return (f"request `{rep.get('request_id')}`: {shown}, {red['chars']} characters, text sha256 "
+        return (f"request {_code(rep.get('request_id'))}: {shown}, {red['chars']} characters, text sha256 "
                 f"`{red['text_sha256'][:16]}…`{why}")
     if rep.get("input") is not None:
-        return f"full input of request `{rep.get('request_id')}`: {_input_repr(rep['input'])}{why}"
+        return f"full input of request {_code(rep.get('request_id'))}: {_input_repr(rep['input'])}{why}"
     if rep.get("input_file"):
-        return f"full input of request `{rep.get('request_id')}` in `{rep['input_file']}`{why}"
+        return f"full input of request {_code(rep.get('request_id'))} in {_code(rep['input_file'])}{why}"
     return rep.get("why") or "-"
 
 
@@ -187,24 +184,24 @@ def render_markdown(report: dict[str, Any]) -> str:
     verdict = "PASS" if report["verdict"] == "pass" else "FAIL"
     lines = [f"# verify shadow: {verdict} — {c['mismatched']} of {c['records']} records mismatched "
              f"({c['clusters']} clusters, {c['new_clusters']} new, {c['causes']} likely causes)", "",
-             f"- reference: `{ref.get('spec')}` ({ref.get('package') or '-'} {ref.get('package_version') or ''}, "
-             f"vocab sha256 `{(ref.get('vocab_sha256') or '-')[:16]}`)",
+             f"- reference: {_code(ref.get('spec'))} ({ref.get('package') or '-'} {ref.get('package_version') or ''}, "
+             f"vocab sha256 {_code((ref.get('vocab_sha256') or '-')[:16])})",
              f"- records: {c['records']}: **confirmed {c['confirmed']}**, **mismatched {c['mismatched']}**, "
              f"reference failed {c['reference_failed']}, skipped {c['skipped']}, bad records {c['bad_records']}"
              + (f"; {c['accepted_findings']} findings in allowlisted clusters" if c["accepted_findings"] else ""),
-             f"- files: {', '.join(f'`{f}`' for f in report['files'])}",
+             f"- files: {', '.join(f'{_code(f)}' for f in report['files'])}",
              f"- redacted: {'yes (hashes and windows only)' if report['redacted'] else 'no'}"]
     for name, spec in report["replay_engines"].items():
-        lines.append(f"- replay of `{name}`: `{spec}`")
+        lines.append(f"- replay of {_code(name)}: {_code(spec)}")
     known = report["known_clusters"]
     if known["from"]:
-        lines.append(f"- known clusters from `{known['from']}`; {len(known['not_seen'])} of them not seen in "
+        lines.append(f"- known clusters from {_code(known['from'])}; {len(known['not_seen'])} of them not seen in "
                      "this sample")
     lines += ["", "## Tokenizers", "", "| tokenizer | version | vocab sha256 | = reference | records | confirmed | "
               "mismatched |", "|---|---|---|---|---|---|---|"]
     for t in report["tokenizers"]:
         same = {True: "yes", False: "**no**", None: "?"}[t["vocab_matches_reference"]]
-        lines.append(f"| {_code(t['name'])} | {_code(t['version'])} | `{(t['vocab_sha256'] or '-')[:16]}` | {same} | "
+        lines.append(f"| {_code(t['name'])} | {_code(t['version'])} | {_code((t['vocab_sha256'] or '-')[:16])} | {same} | "
                      f"{t['records']} | {t['confirmed']} | {t['mismatched']} |")
     rows = report["clusters"]
     lines += ["", f"## Clusters by size ({len(rows)}; new first)", ""]
@@ -218,11 +215,11 @@ def render_markdown(report: dict[str, Any]) -> str:
         for r in rows[:MAX_MD_CLUSTERS]:
             rep = r["reproducer"]
             lines += ["", f"### {r['rank']}. {_code(r['key'])} — {r['status']}, {r['count']} requests", "",
-                      f"- engine `{r['engine'] or '-'}`; versions {', '.join(r['versions']) or '-'}; seen "
+                      f"- engine {_code(r['engine'] or '-')}; versions {', '.join(r['versions']) or '-'}; seen "
                       f"{r['first_seen'] or '-'} .. {r['last_seen'] or '-'}"
                       + (f"; allowlisted: {r['reason']}" if r["status"] == "allowlisted" else ""),
                       f"- reproducer: {_reproducer_md(rep)}"
-                      + (f" — the same as cluster(s) {', '.join(map(str, r['same_cause_as']))} (cause `{r['cause']}`): "
+                      + (f" — the same as cluster(s) {', '.join(map(str, r['same_cause_as']))} (cause {_code(r['cause'])}): "
                          "likely one bug" if r["same_cause_as"] else ""),
                       f"- first difference: {_difference_md(rep.get('first_difference'))}",
                       f"- suspected cause: {'; '.join(r['suspects']) or '-'}",
