@@ -299,7 +299,7 @@ def test_identity_is_the_one_built_before_the_shared_helper(spec):
     assert ident.vocab_sha256 == (KNOWN_VOCABS[target].sha256 if hashed else None)
     assert ident.options == options
     flags = sorted(k if v is True else f"{k}={v}" for k, v in engine.capabilities.as_dict().items()
-                   if v not in (False, None, "cpu"))
+                   if v not in (False, None, "cpu") and k != "entry_points")  # pinned in ENTRY_POINTS below
     assert ",".join(flags) == capabilities
     if ident.package_version != version:
         pytest.skip(f"fingerprint recorded with {ident.package} {version}, {ident.package_version} installed")
@@ -308,13 +308,13 @@ def test_identity_is_the_one_built_before_the_shared_helper(spec):
 
 
 @pytest.mark.parametrize("spec, known", [
-    ("tiktoken:cl100k_base?bogus=1", "encoding"),
-    ("hf:deepseek-v3?bogus=1&also=2", "encoding"),
-    ("kitoken:cl100k_base?encoding=cl100k_base", "none"),
-    ("basetenkenizer:cl100k_base?tiktoken_safe=false&bogus=1", "tiktoken_safe, encoding"),
-    ("quicktok:cl100k_base?bogus=1", "data_dir, threads"),
+    ("tiktoken:cl100k_base?bogus=1", "encoding, entry"),
+    ("hf:deepseek-v3?bogus=1&also=2", "encoding, entry"),
+    ("kitoken:cl100k_base?encoding=cl100k_base", "entry"),
+    ("basetenkenizer:cl100k_base?tiktoken_safe=false&bogus=1", "tiktoken_safe, encoding, entry"),
+    ("quicktok:cl100k_base?bogus=1", "data_dir, threads, entry"),
     ("toktier:cl100k_base?device=cpu&bogus=1",
-     "policy, device, batch, family, gpu_delivery, gpu_min_bytes, patch, store, encoding"),
+     "policy, device, batch, family, gpu_delivery, gpu_min_bytes, patch, store, encoding, entry"),
 ])
 def test_an_unknown_option_is_one_line_naming_the_adapters_options(spec, known):
     adapter = spec.partition(":")[0]
@@ -334,7 +334,7 @@ def test_an_unknown_option_on_the_command_line_exits_2_with_one_line(tmp_path):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == ["verify: error: tiktoken:cl100k_base?bogus=1: unknown option 'bogus' for tiktoken "
-                     "(its options: encoding)"]
+                     "(its options: encoding, entry)"]
 
 
 def test_every_option_the_named_engines_use_is_declared_by_its_adapter():
@@ -344,7 +344,7 @@ def test_every_option_the_named_engines_use_is_declared_by_its_adapter():
             continue
         cls = entry.load()
         if issubclass(cls, VocabAdapter):
-            assert set(spec.options) <= set(cls.loads.options), (name, spec.options, cls.loads.options)
+            assert set(spec.options) <= set(cls.option_names()), (name, spec.options, cls.option_names())
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -367,3 +367,62 @@ def test_a_vocabulary_the_adapter_cannot_load_is_one_line_saying_what_it_loads(s
     with pytest.raises(ConfigError) as err:
         _build(adapters()[spec.partition(":")[0]].requires, spec)
     assert str(err.value) == message
+
+
+# --- the production entry points every adapter declares (verify.engines.base, docs/entry-points.md) ---
+
+DECLARED_ENTRY_POINTS = {
+    "tiktoken": ("single", "batch"),
+    "hf": ("batch", "single"),
+    "basetenkenizer": ("segments", "single", "batch"),
+    "toktier": ("single", "batch"),
+    "gigatoken": ("batch", "single", "file"),
+    "fastokens": ("batch", "single", "segments"),
+    "kitoken": ("batch", "single"),
+    "tokie": ("batch", "single", "file"),
+    "wordchipper": ("batch", "single"),
+    "bpe-openai": ("single", "batch"),
+    "sentencepiece": ("batch", "single"),
+    "tekken": ("single",),
+    "riptoken": ("batch", "single"),
+    "toktok": ("batch", "single"),
+    "quicktok": ("batch", "single"),
+    "puretiktoken": ("single",),
+    "tuetoken": ("batch", "single"),
+    "snaptokens": ("batch", "single"),
+    "pytorch-tokenizers": ("single",),
+    "morpheme": ("batch", "single"),
+    "splintr": ("single", "batch"),
+}
+
+
+def test_every_vocabulary_adapter_declares_the_entry_points_its_library_has():
+    assert set(DECLARED_ENTRY_POINTS) == {"tiktoken", "hf"} | {e.name for e in THIRD_PARTY_ADAPTERS}
+    for name, declared in DECLARED_ENTRY_POINTS.items():
+        entry = adapters()[name]
+        if entry.installed():
+            cls = entry.load()
+            assert cls.capabilities.entry_points == declared, name
+            assert "entry" in cls.option_names(), name
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("tiktoken:cl100k_base?entry=file",
+     "tiktoken:cl100k_base?entry=file: tiktoken has no entry point 'file' (its entry points: single, batch)"),
+    ("puretiktoken:cl100k_base?entry=batch",
+     "puretiktoken:cl100k_base?entry=batch: puretiktoken has no entry point 'batch' (its entry points: single)"),
+    ("toktier:cl100k_base?entry=single&batch=true", "toktier:cl100k_base?entry=single&batch=true: entry=single and "
+                                                    "batch=true disagree"),
+])
+def test_an_entry_point_the_adapter_does_not_declare_is_one_line(spec, message):
+    _adapter_class(spec.partition(":")[0])
+    with pytest.raises(ConfigError) as err:
+        build_engine(spec)  # refused before the vocabulary is even loaded
+    assert str(err.value) == message
+
+
+def test_a_named_entry_point_is_recorded_in_the_identity_and_the_default_is_not():
+    engine = _build("tiktoken", "tiktoken:cl100k_base?entry=batch")
+    assert engine.identity().options == {"entry": "batch"} and engine.route == "batch"
+    assert engine.identity().fingerprint == IDENTITIES["tiktoken:cl100k_base"][1]  # the same ids
+    assert _build("tiktoken", "tiktoken:cl100k_base").identity().options == {}

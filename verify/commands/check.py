@@ -2,10 +2,13 @@
 
 Properties (see ``verify.adversarial.checks.metamorphic``): repeat, history (fresh vs
 warmed engine), batch vs single, 1 vs 4 threads, decode roundtrip (byte-level
-engines that can decode), and ``stress`` (``verify.adversarial.checks.stress``: a
-batch of 10^4-10^5 short samples in one call against single calls, inputs across
-the 25,000 / 400,000-character chunking thresholds; two shards of their own, each
-bounded by ``--stress-budget``). A hunt on the one pipeline
+engines that can decode), ``api`` (every other production entry point the engine's
+adapter declares -- its library's single, batch, segments or file call -- gives the
+same ids, driven as ``SPEC?entry=NAME``; docs/entry-points.md), and ``stress``
+(``verify.adversarial.checks.stress``: a batch of 10^4-10^5 short samples in one call
+against single calls, through the library's own batch call where it has one, inputs
+across the 25,000 / 400,000-character chunking thresholds; two shards of their own,
+each bounded by ``--stress-budget``). A hunt on the one pipeline
 (``verify.adversarial.checks.hunt``): the corpus shards and the stress phases are its
 shards, so ``--workers N``, ``--executor ray``, ``--resume --out OUT`` and the live
 status work as for ``verify run``. Every worker starts the engine twice -- the fresh and

@@ -1,23 +1,42 @@
 """The engine protocol and the base class that adapters subclass.
 
-An adapter implements ``encode_texts`` (and, when its engine has them natively,
-``encode_segments`` / ``token_bytes``) and declares what it can do as class data
-in ``capabilities``. The core reads those declarations; it never probes an engine
+An adapter declares what it can do as class data in ``capabilities``, among it the
+production *entry points* of its library it can drive (``entry_points``; docs/entry-points.md),
+and implements the method of each (``ENTRY_POINTS``) plus ``token_bytes`` when it can decode.
+The base routes every encode through the entry point in effect (the first declared, or
+``?entry=NAME``) and counts each one's library calls (``entry_notes``: the run's manifest
+says which ran). An adapter with one fixed call may override ``encode_texts`` instead (and
+declare no entry point). The core reads those declarations; it never probes an engine
 with try/except to discover what it supports.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import hashlib
+import os
+import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
-from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
+from typing import Any, ClassVar, Iterator, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
+from verify.errors import ConfigError
 from verify.sample import Sample, Segment
 
 TOKEN_DTYPE = np.uint32
+
+# The production entry points an adapter may declare, and the adapter method that drives each.
+ENTRY_POINTS: dict[str, str] = {
+    "single": "encode_one",  # the library's one-text call, once per text
+    "batch": "encode_many",  # the library's own batch call, once per batch of texts
+    "segments": "encode_segments",  # the library's typed-segments call ((text, allow_special) pairs), once per sample
+    "file": "encode_files",  # the library's file API: the batch's texts written to files, one call for them
+}
+ENTRY_OPTION = "entry"  # ?entry=NAME: the entry point a spec drives (every adapter that declares some takes it)
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,8 @@ class Capabilities:
     sessions: supports stateful incremental sessions.
     device: "cpu" or "gpu".
     unicode_version: the Unicode version of its character tables, when known.
+    entry_points: the production entry points of its library it can drive (names of
+        ``ENTRY_POINTS``), the default first: what a spec without ``?entry=`` drives.
     """
 
     special_tokens: bool = True
@@ -41,6 +62,7 @@ class Capabilities:
     sessions: bool = False
     device: str = "cpu"
     unicode_version: str | None = None
+    entry_points: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -119,12 +141,14 @@ def as_token_array(ids: Any) -> np.ndarray:
 
 
 class Adapter:
-    """Base class for adapters. Subclasses set the class data and implement
-    ``encode_texts``; the base composes segments and computes identity."""
+    """Base class for adapters. Subclasses set the class data and implement the methods of
+    the entry points they declare (or ``encode_texts``); the base routes, composes segments,
+    counts the calls and computes identity."""
 
     adapter_name: ClassVar[str] = ""
     package: ClassVar[str | None] = None  # PyPI distribution, for the version
     capabilities: ClassVar[Capabilities] = Capabilities()
+    entry_replaces: ClassVar[tuple[str, ...]] = ()  # older options that ?entry= supersedes (dropped by with_entry)
 
     def __init__(self, target: str, options: dict[str, Any] | None = None, spec: str | None = None):
         self.target = target
@@ -133,13 +157,26 @@ class Adapter:
         self.vocab_name: str | None = None
         self.vocab_sha256: str | None = None
         self._fingerprint: str | None = None
+        self._entry_calls: dict[str, dict[str, int]] = {}  # entry point -> {"calls", "texts"}
+        self._entry_lock = threading.Lock()  # the threads check encodes from several threads at once
 
-    # --- to implement -----------------------------------------------------
-    def encode_texts(self, texts: list[str], allow_special: bool) -> list[np.ndarray]:
+    # --- to implement: one method per declared entry point ---------------------
+    def encode_one(self, text: str, allow_special: bool) -> Any:
+        """``single``: the library's one-text call."""
+        raise NotImplementedError
+
+    def encode_many(self, texts: list[str], allow_special: bool) -> list[Any]:
+        """``batch``: the library's own batch call, once for all of ``texts`` (never empty)."""
         raise NotImplementedError
 
     def encode_segments(self, segments: Sequence[Segment]) -> np.ndarray:
-        """Native segmented encode; only called when ``capabilities.segments``."""
+        """``segments``: the library's typed-segments call, once per sample; also the native
+        encode of a sample of several segments when ``capabilities.segments``."""
+        raise NotImplementedError
+
+    def encode_files(self, paths: list[str], allow_special: bool) -> list[Any]:
+        """``file``: the library's file API on one file per text (never empty texts: a file
+        API may drop empty documents), once for all of ``paths``."""
         raise NotImplementedError
 
     def token_bytes(self, ids: np.ndarray) -> list[bytes]:
@@ -150,9 +187,122 @@ class Adapter:
         """A stateful session (``verify.engines.sessions``); only when ``capabilities.sessions``."""
         raise NotImplementedError(f"{self.spec} has no sessions")
 
+    # --- entry points: which one is in effect, the routing, the calls counted ----------
+    @property
+    def entry(self) -> str | None:
+        """The entry point a spec names (``?entry=NAME``), or None."""
+        value = self.options.get(ENTRY_OPTION)
+        return None if value is None else str(value)
+
+    @property
+    def default_entry(self) -> str | None:
+        """The entry point a spec without ``?entry=`` drives (an adapter may decide it from its options)."""
+        declared = self.capabilities.entry_points
+        return declared[0] if declared else None
+
+    @property
+    def route(self) -> str | None:
+        """The entry point ``encode_texts`` goes through: the one named, else the default."""
+        return self.entry or self.default_entry
+
+    @classmethod
+    def declared_entry_points(cls, target: str, options: dict[str, Any]) -> tuple[Capabilities, str | None]:
+        """Without loading anything: the capabilities (its entry points) and the entry point in
+        effect of a spec ``cls:target?options`` (the api check plans its engines from this). An
+        adapter whose declaration depends on the instance overrides it."""
+        entry = options.get(ENTRY_OPTION)
+        declared = cls.capabilities.entry_points
+        return cls.capabilities, str(entry) if entry is not None else (declared[0] if declared else None)
+
+    def check_entry(self) -> None:
+        """Refuse ``?entry=`` naming an entry point the adapter does not declare (one line)."""
+        entry = self.entry
+        if entry is None or entry in self.capabilities.entry_points:
+            return
+        declared = ", ".join(self.capabilities.entry_points) or "none"
+        raise ConfigError(f"{self.spec}: {self.adapter_name} has no entry point '{entry}' (its entry points: "
+                          f"{declared})")
+
+    @contextlib.contextmanager
+    def entry_point(self, name: str) -> Iterator[None]:
+        """Drive ``name`` for the duration, as ``?entry=NAME`` would (the conformance suite)."""
+        before = self.options.get(ENTRY_OPTION)
+        self.options[ENTRY_OPTION] = name
+        try:
+            self.check_entry()
+            yield
+        finally:
+            if before is None:
+                self.options.pop(ENTRY_OPTION, None)
+            else:
+                self.options[ENTRY_OPTION] = before
+
+    def ran(self, entry: str, calls: int, texts: int) -> None:
+        """Count ``calls`` library calls of ``entry`` on ``texts`` texts (an adapter that routes
+        some calls itself reports them here)."""
+        with self._entry_lock:
+            counts = self._entry_calls.setdefault(entry, {"calls": 0, "texts": 0})
+            counts["calls"] += calls
+            counts["texts"] += texts
+
+    def entry_notes(self) -> dict[str, Any]:
+        """For the run notes: the entry point in effect and the calls each entry point made
+        (``{"batch": {"calls": 3, "texts": 96}}``; counts add up across workers). An adapter
+        that wraps another (``inner``) and made no call itself reports the inner one's."""
+        inner = getattr(self, "inner", None)
+        if not self._entry_calls and isinstance(inner, Adapter):
+            return inner.entry_notes()
+        if self.route is None and not self._entry_calls:
+            return {}
+        return {"entry_point": self.route, "entry_points_ran": copy.deepcopy(self._entry_calls)}
+
+    def encode_texts(self, texts: list[str], allow_special: bool) -> list[np.ndarray]:
+        """Every text through the entry point in effect (``route``)."""
+        route, texts = self.route, list(texts)
+        if route is None:
+            raise NotImplementedError(f"{type(self).__name__} declares no entry point and implements no encode_texts")
+        if not texts:
+            return []
+        if route == "single":
+            out = [self.encode_one(t, allow_special) for t in texts]
+        elif route == "batch":
+            out = list(self.encode_many(texts, allow_special))
+        elif route == "segments":
+            out = [self.encode_segments([Segment(t, bool(allow_special))]) for t in texts]
+        elif route == "file":
+            out = self._through_files(texts, allow_special)
+        else:
+            raise ConfigError(f"{self.spec}: unknown entry point '{route}' (known: {', '.join(ENTRY_POINTS)})")
+        self.ran(route, 1 if route in ("batch", "file") else len(texts), len(texts))
+        return [as_token_array(ids) for ids in out]
+
+    def _through_files(self, texts: list[str], allow_special: bool) -> list[Any]:
+        """``file``: each non-empty text in a file of its own (UTF-8, no newline translation),
+        the files encoded in one call; an empty text is no tokens without asking."""
+        out: list[Any] = [np.zeros(0, dtype=TOKEN_DTYPE)] * len(texts)
+        todo = [i for i, t in enumerate(texts) if t]
+        if not todo:
+            return out
+        with tempfile.TemporaryDirectory(prefix="verify-entry-") as folder:
+            paths = []
+            for i in todo:
+                path = os.path.join(folder, f"{i}.txt")
+                with open(path, "w", encoding="utf-8", newline="") as f:
+                    f.write(texts[i])
+                paths.append(path)
+            encoded = list(self.encode_files(paths, allow_special))
+        if len(encoded) != len(todo):
+            raise ValueError(f"the file API returned {len(encoded)} results for {len(todo)} files")
+        for i, ids in zip(todo, encoded):
+            out[i] = ids
+        return out
+
     # --- provided ---------------------------------------------------------
     def encode_batch(self, samples: Sequence[Sample]) -> list[np.ndarray]:
-        if self.capabilities.segments:
+        # Without ?entry=, as adapters always did: an engine with native segments gets each
+        # sample alone (several segments through encode_segments). ?entry=NAME drives NAME alone.
+        entry = self.entry
+        if entry == "segments" or (entry is None and self.capabilities.segments):
             return [self._encode_native(s) for s in samples]
         return self._encode_per_segment(samples)
 
@@ -160,7 +310,10 @@ class Adapter:
         if len(sample.segments) == 1:
             seg = sample.segments[0]
             return self.encode_texts([seg.text], seg.allow_special)[0]
-        return as_token_array(self.encode_segments(sample.segments))
+        ids = as_token_array(self.encode_segments(sample.segments))
+        if self.route is not None:
+            self.ran("segments", 1, len(sample.segments))
+        return ids
 
     def _encode_per_segment(self, samples: Sequence[Sample]) -> list[np.ndarray]:
         # One engine call per allow_special value for the whole batch, then
@@ -195,6 +348,7 @@ class Adapter:
         names the failure instead."""
         if self._fingerprint is None:
             h = hashlib.sha256()
+            calls = copy.deepcopy(self._entry_calls)  # the probes are not the run's calls
             try:
                 probes = [Sample.plain(f"probe{i}", t) for i, t in enumerate(FINGERPRINT_PROBES)]
                 for ids in self.encode_batch(probes):
@@ -205,6 +359,8 @@ class Adapter:
                 raise
             except BaseException as exc:
                 self._fingerprint = f"unavailable:{type(exc).__name__}"
+            finally:
+                self._entry_calls = calls
         return self._fingerprint
 
     def identity(self) -> EngineIdentity:

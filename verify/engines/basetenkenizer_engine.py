@@ -7,10 +7,15 @@ Specs:
   basetenkenizer:path/to/tokenizer.json                  a local file
   basetenkenizer:org/model                               the hub (``Tokenizer.from_model``; needs a network)
 
+Entry points: ``segments`` (the default: every encode, single-segment samples too, goes
+through ``Tokenizer.encode_segments``), ``single`` (``Tokenizer.encode``) and ``batch``
+(``Tokenizer.encode_batch``, the library's parallel batch call); the last two with
+``split_special_tokens`` for ``allow_special=False``.
+
 Option ``tiktoken_safe=true|false`` (default true, the library's default) selects
-between legacy-tiktoken chunking and whole-segment BPE in ``encode_segments``;
-every encode goes through ``encode_segments`` so the option applies to
-single-segment samples too. The value in effect is recorded in the options.
+between legacy-tiktoken chunking and whole-segment BPE in ``encode_segments``, so
+it applies to the ``segments`` entry point (``encode`` and ``encode_batch`` take no
+such switch). The value in effect is recorded in the options.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "de
 class BasetenkenizerEngine(VocabAdapter):
     adapter_name = "basetenkenizer"
     package = "basetenkenizer"
-    capabilities = Capabilities(special_tokens=True, segments=True, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=True, decode=True,
+                                entry_points=("segments", "single", "batch"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("tiktoken_safe", "encoding"))
 
     def configure(self):
@@ -68,11 +74,16 @@ class BasetenkenizerEngine(VocabAdapter):
         )
         return as_token_array(encoding.into_numpy(ids=True)["ids"])
 
-    def encode_texts(self, texts, allow_special):
-        return [self._encode([(text, bool(allow_special))]) for text in texts]
-
     def encode_segments(self, segments):
         return self._encode([(seg.text, bool(seg.allow_special)) for seg in segments])
+
+    def encode_one(self, text, allow_special):
+        encoding = self.tokenizer.encode(text, add_special_tokens=False, split_special_tokens=not allow_special)
+        return as_token_array(encoding.ids)
+
+    def encode_many(self, texts, allow_special):
+        encodings = self.tokenizer.encode_batch(texts, add_special_tokens=False, split_special_tokens=not allow_special)
+        return [as_token_array(e.ids) for e in encodings]
 
     def token_bytes(self, ids):
         return tokenizer_token_bytes(self.tokenizer, ids, added=self._added, byte_level=bool(self._byte_level))

@@ -5,6 +5,9 @@ Specs: ``bpe-openai:cl100k_base | o200k_base``.
 The package bundles its own copies of the ranks (``bpe_openai/data``) and
 builds the encodings by name; it cannot load our resolver's files. Inputs of
 1,000,000 characters or more are refused by the package.
+
+Entry points: ``single`` (the default: ``encode(allowed_special="all")`` /
+``encode_ordinary``) and ``batch`` (``encode_batch`` / ``encode_ordinary_batch``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 class BpeOpenAIEngine(VocabAdapter):
     adapter_name = "bpe-openai"
     package = "bpe-openai"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("single", "batch"))
     loads = Loads(bundled=OFFLINE_VOCABS)  # the package's own copy: no hash of ours applies
 
     def load(self, vocab):
@@ -28,8 +31,13 @@ class BpeOpenAIEngine(VocabAdapter):
 
         self.encoding = bpe_openai.build_encoding_from_name(self.target)
 
-    def encode_texts(self, texts, allow_special):
-        return encode_with_tiktoken_api(self.encoding, texts, allow_special)
+    def encode_one(self, text, allow_special):
+        return encode_with_tiktoken_api(self.encoding, [text], allow_special)[0]
+
+    def encode_many(self, texts, allow_special):
+        if allow_special:
+            return self.encoding.encode_batch(texts, allowed_special="all")
+        return self.encoding.encode_ordinary_batch(texts)
 
     def token_bytes(self, ids):
         return [self.encoding.decode_single_token_bytes(int(i)) for i in ids]

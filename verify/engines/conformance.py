@@ -13,7 +13,10 @@ In a test module::
 Third-party adapter packages can run the same suite against their engines.
 The suite checks the protocol, not agreement with a reference (the harness
 itself does that); ``reference_spec`` may name a reference to compare a few
-easy texts against.
+easy texts against. Every entry point an adapter declares
+(``capabilities.entry_points``) is driven on the same inputs: it must be called
+(its library calls counted in ``entry_notes``), a batch must reach a ``batch`` or
+``file`` entry point as one call, and its ids must be the default's.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verify.engines.base import TOKEN_DTYPE, Capabilities, EngineIdentity
+from verify.engines.base import ENTRY_POINTS, TOKEN_DTYPE, Adapter, Capabilities, EngineIdentity
 from verify.engines.traits import is_byte_level
 from verify.sample import Sample
 
@@ -36,6 +39,21 @@ CONFORMANCE_TEXTS = [
     "emoji 👍🏽 family 👨‍👩‍👧",
     "def f(x):\n\treturn x ** 2\n",
 ]
+
+
+def entry_samples(engine) -> list[Sample]:
+    """The conformance texts, and for an engine that honours ``allow_special`` the same with
+    special tokens allowed and a sample of three segments."""
+    samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS)]
+    if engine.capabilities.special_tokens:
+        samples += [Sample.from_segments(f"s{i}", [(t, True)]) for i, t in enumerate(CONFORMANCE_TEXTS)]
+        samples.append(Sample.from_segments("mixed", [("say <|endoftext|> ", False), ("<|endoftext|>", True),
+                                                      (" then <|endoftext|>", False)]))
+    return samples
+
+
+def entry_calls(engine, name: str) -> int:
+    return ((engine.entry_notes().get("entry_points_ran") or {}).get(name) or {}).get("calls", 0)
 
 
 class EngineConformance:
@@ -77,6 +95,40 @@ class EngineConformance:
         joined = engine.encode_batch([Sample.from_segments("s", [(p, False) for p in parts])])[0]
         separate = [engine.encode_batch([Sample.plain("p", p)])[0] for p in parts]
         np.testing.assert_array_equal(joined, np.concatenate(separate))
+
+    def test_declared_entry_points_are_known(self, engine):
+        declared = engine.capabilities.entry_points
+        assert isinstance(declared, tuple) and len(set(declared)) == len(declared)
+        assert set(declared) <= set(ENTRY_POINTS), declared
+        if isinstance(engine, Adapter):  # each declared entry point has its method
+            for name in declared:
+                method = ENTRY_POINTS[name]
+                assert getattr(type(engine), method) is not getattr(Adapter, method), f"{name}: no {method}"
+
+    def test_every_declared_entry_point_is_exercised_and_agrees(self, engine):
+        declared = engine.capabilities.entry_points
+        if not declared or not callable(getattr(engine, "entry_point", None)):
+            pytest.skip("engine declares no entry point")
+        samples = entry_samples(engine)
+        expected = engine.encode_batch(samples)
+        for name in declared:
+            before = entry_calls(engine, name)
+            with engine.entry_point(name):
+                got = engine.encode_batch(samples)
+            assert entry_calls(engine, name) > before, f"entry point {name} was never called"
+            for sample, a, b in zip(samples, expected, got):
+                np.testing.assert_array_equal(b, a, err_msg=f"entry point {name} on {sample.segments!r}")
+
+    def test_a_batch_reaches_a_batch_entry_point_as_one_call(self, engine):
+        declared = [n for n in engine.capabilities.entry_points if n in ("batch", "file")]
+        if not declared:
+            pytest.skip("engine declares no batch or file entry point")
+        samples = [Sample.plain(str(i), t) for i, t in enumerate(CONFORMANCE_TEXTS)]
+        for name in declared:
+            before = entry_calls(engine, name)
+            with engine.entry_point(name):
+                engine.encode_batch(samples)
+            assert entry_calls(engine, name) == before + 1, f"{len(samples)} texts took several {name} calls"
 
     def test_decode_covers_the_text(self, engine):
         if not engine.capabilities.decode:

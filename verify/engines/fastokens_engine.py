@@ -7,7 +7,11 @@ Specs:
 
 ``allow_special=False`` uses ``split_special_tokens`` (special added tokens
 become ordinary text; non-special added tokens still match, as in HF).
-Native ``encode_segments``.
+
+Entry points: ``batch`` (the default: ``encode_batch_flat``; without ``?entry=`` each
+one-segment sample is its own call and a sample of several segments goes to
+``encode_segments``, as always), ``single`` (``Tokenizer.encode``) and ``segments``
+(``Tokenizer.encode_segments``, native typed segments).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "de
 class FastokensEngine(VocabAdapter):
     adapter_name = "fastokens"
     package = "fastokens"
-    capabilities = Capabilities(special_tokens=True, segments=True, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=True, decode=True,
+                                entry_points=("batch", "single", "segments"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
     def load(self, vocab):
@@ -39,13 +44,15 @@ class FastokensEngine(VocabAdapter):
             self.tokenizer = Tokenizer.from_file(str(vocab.path))
         self._added = added_token_bytes(self.tokenizer.added_tokens())
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
+    def encode_many(self, texts, allow_special):
         ids, offsets = self.tokenizer.encode_batch_flat(
             list(texts), add_special_tokens=False, split_special_tokens=not allow_special
         )
         return split_flat_buffers(ids, offsets, len(texts))
+
+    def encode_one(self, text, allow_special):
+        return as_token_array(self.tokenizer.encode(text, add_special_tokens=False,
+                                                    split_special_tokens=not allow_special).ids)
 
     def encode_segments(self, segments):
         return as_token_array(self.tokenizer.encode_segments([(s.text, bool(s.allow_special)) for s in segments]).ids)

@@ -9,11 +9,15 @@ Specs:
 gigatoken always recognizes special tokens while encoding (its own tiktoken
 compatibility layer refuses ``encode_ordinary`` on text holding one), so
 ``capabilities.special_tokens`` is False and ``allow_special`` is not honoured.
+
+Entry points: ``batch`` (the default: ``encode_batch_list``, on the calling thread),
+``single`` (``Tokenizer.encode``) and ``file`` (``Tokenizer.encode_files``, one
+document per file).
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.common import TOKENIZER_JSON_KINDS
 from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
@@ -31,7 +35,8 @@ PRETOKENIZERS = {"cl100k_base": "cl100k", "o200k_base": "o200k", "p50k_base": "r
 class GigatokenEngine(VocabAdapter):
     adapter_name = "gigatoken"
     package = "gigatoken"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True,
+                                entry_points=("batch", "single", "file"))
     loads = Loads(kinds=(*TOKENIZER_JSON_KINDS, "sentencepiece"), hub=True, options=("encoding", "pretokenizer"))
 
     def load(self, vocab):
@@ -53,9 +58,15 @@ class GigatokenEngine(VocabAdapter):
             self.tokenizer = gigatoken.Tokenizer.from_sentencepiece(str(vocab.path))
         self._vocab: dict[int, bytes] | None = None
 
-    def encode_texts(self, texts, allow_special):
-        # allow_special is not honoured (capabilities.special_tokens=False).
-        return [as_token_array(ids) for ids in self.tokenizer.encode_batch_list(list(texts), parallel=False)]
+    # allow_special is not honoured (capabilities.special_tokens=False).
+    def encode_many(self, texts, allow_special):
+        return self.tokenizer.encode_batch_list(list(texts), parallel=False)
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode(text)
+
+    def encode_files(self, paths, allow_special):
+        return self.tokenizer.encode_files(list(paths), parallel=False).tolist()
 
     def token_bytes(self, ids):
         if self._vocab is None:

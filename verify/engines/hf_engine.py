@@ -7,6 +7,9 @@ Specs:
   hf:path/to/tokenizer.json                        a local file
   hf:org/model                                     the hub (needs a network)
 
+Entry points: ``batch`` (the default: ``encode_batch_fast``) and ``single``
+(``encode``), both without added special tokens.
+
 ``allow_special=False`` segments are encoded with ``encode_special_tokens`` on,
 so special tokens' literal text becomes ordinary text. Added tokens that are not
 marked special still match: that is the engine's notion, and the harness reports
@@ -32,7 +35,8 @@ class HFEngine(VocabAdapter):
     adapter_name = "hf"
     package = "tokenizers"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True, offsets=True,
-                                unicode_version=MEASURED_UNICODE.get(package_version("tokenizers") or ""))
+                                unicode_version=MEASURED_UNICODE.get(package_version("tokenizers") or ""),
+                                entry_points=("batch", "single"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
     def load(self, vocab):
@@ -47,12 +51,17 @@ class HFEngine(VocabAdapter):
         self._mode_lock = threading.Lock()
         self._added = {i: t.content.encode() for i, t in self.tokenizer.get_added_tokens_decoder().items()}
 
-    def encode_texts(self, texts, allow_special):
-        # encode_special_tokens is tokenizer-wide state: set and encode under one lock.
+    # encode_special_tokens is tokenizer-wide state: set and encode under one lock.
+    def encode_many(self, texts, allow_special):
         with self._mode_lock:
             self.tokenizer.encode_special_tokens = not allow_special
             encodings = self.tokenizer.encode_batch_fast(texts, add_special_tokens=False)
         return [np.asarray(e.ids, dtype=TOKEN_DTYPE) for e in encodings]
+
+    def encode_one(self, text, allow_special):
+        with self._mode_lock:
+            self.tokenizer.encode_special_tokens = not allow_special
+            return np.asarray(self.tokenizer.encode(text, add_special_tokens=False).ids, dtype=TOKEN_DTYPE)
 
     def token_bytes(self, ids):
         return tokenizer_token_bytes(self.tokenizer, ids, added=self._added, byte_level=self._byte_level)

@@ -12,7 +12,12 @@ URL with no path posts to ``/tokenize``; any other path is used as given.
 Everything after ``?`` is adapter options, so the URL itself carries no query.
 
 Options: ``api`` = ``vllm`` (default) or ``sglang``; ``model`` = the served model
-name (sent only when given); ``timeout`` = seconds per HTTP request (default 60).
+name (sent only when given); ``timeout`` = seconds per HTTP request (default 60);
+``entry`` = ``single`` or ``batch`` (SGLang only, see below).
+
+Entry points (``verify.engines.base``): vLLM has ``single`` (one request per text);
+SGLang has ``batch`` (the default: one request with a list prompt per batch; a
+batch of one text is sent as a plain prompt) and ``single`` (a plain prompt per text).
 
 Wire formats (both with ``"add_special_tokens": false``, so no BOS/EOS is added):
 
@@ -76,7 +81,9 @@ def endpoint_url(target: str) -> str:
 class HTTPEngine(Adapter):
     adapter_name = "http"
     package = None
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, entry_points=("single",))
+    sglang_capabilities = Capabilities(special_tokens=False, segments=False, decode=False,
+                                       entry_points=("batch", "single"))
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
@@ -92,6 +99,16 @@ class HTTPEngine(Adapter):
         if self.timeout <= 0:
             raise ConfigError("http engine option timeout must be positive")
         self.vocab_name = None if self.model is None else str(self.model)
+        if self.api == "sglang":
+            self.capabilities = self.sglang_capabilities  # an instance attribute shadows the class default
+        self.check_entry()
+
+    @classmethod
+    def declared_entry_points(cls, target, options):
+        capabilities = cls.sglang_capabilities if str(options.get("api", "vllm")).lower() == "sglang" \
+            else cls.capabilities
+        entry = options.get("entry")
+        return capabilities, str(entry) if entry is not None else capabilities.entry_points[0]
 
     # --- transport ----------------------------------------------------------
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -134,15 +151,15 @@ class HTTPEngine(Adapter):
         return ids
 
     # --- adapter ------------------------------------------------------------
-    def encode_texts(self, texts, allow_special):
-        # allow_special cannot be expressed on these endpoints (see module docstring).
+    # allow_special cannot be expressed on these endpoints (see module docstring).
+    def encode_one(self, text, allow_special):
+        obj = self._post(self._payload(text))
+        return self._tokens(obj["tokens"], obj.get("count"))
+
+    def encode_many(self, texts, allow_special):
         texts = list(texts)
-        if self.api == "vllm" or len(texts) <= 1:
-            out = []
-            for text in texts:
-                obj = self._post(self._payload(text))
-                out.append(self._tokens(obj["tokens"], obj.get("count")))
-            return out
+        if len(texts) == 1:
+            return [self.encode_one(texts[0], allow_special)]
         obj = self._post(self._payload(texts))
         tokens, counts = obj["tokens"], obj.get("count")
         if not isinstance(tokens, list) or len(tokens) != len(texts):

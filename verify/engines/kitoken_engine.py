@@ -7,14 +7,15 @@ Specs:
   kitoken:mistral-spm-v1 | mistral-spm-v3         ``Kitoken.from_sentencepiece_file``
   kitoken:tekken | tekken_240718                  ``Kitoken.from_tekken``
 
-``allow_special`` maps to ``encode_specials``.
+``allow_special`` maps to ``encode_specials``. Entry points: ``batch`` (the default:
+``encode_all``) and ``single`` (``encode``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = (
@@ -26,7 +27,7 @@ OFFLINE_VOCABS: tuple[str, ...] = (
 class KitokenEngine(VocabAdapter):
     adapter_name = "kitoken"
     package = "kitoken"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=("tiktoken", "hf-json", "sentencepiece", "tekken-json"))
 
     def load(self, vocab):
@@ -42,10 +43,11 @@ class KitokenEngine(VocabAdapter):
         else:
             self.tokenizer = Kitoken.from_tekken(Path(path).read_bytes())
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
-        return [as_token_array(ids) for ids in self.tokenizer.encode_all(list(texts), bool(allow_special))]
+    def encode_many(self, texts, allow_special):
+        return self.tokenizer.encode_all(list(texts), bool(allow_special))
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode(text, bool(allow_special))
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode([int(i)], True)) for i in ids]

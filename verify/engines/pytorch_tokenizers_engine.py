@@ -17,12 +17,13 @@ Both C++ backends always match their special tokens while encoding, so
 The C++ ``Tiktoken`` numbers special tokens densely after the ranks, so for
 tiktoken's gaps (cl100k: 100256, 100261-100275; o200k: 199998, 200000-200017)
 the adapter registers placeholder specials ``<|verify_unused_N|>``; text holding
-such a literal would encode to that id.
+such a literal would encode to that id. Neither backend has a batch call: the one
+entry point is ``single`` (``encode``).
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.common import TOKENIZER_JSON_KINDS
 from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
@@ -34,7 +35,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 class PytorchTokenizersEngine(VocabAdapter):
     adapter_name = "pytorch-tokenizers"
     package = "pytorch_tokenizers"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, entry_points=("single",))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("backend", "encoding"))
 
     def configure(self):
@@ -62,6 +63,6 @@ class PytorchTokenizersEngine(VocabAdapter):
             with self.refusing(RuntimeError):
                 self.tokenizer.load(str(path))
 
-    def encode_texts(self, texts, allow_special):
+    def encode_one(self, text, allow_special):
         # allow_special is not honoured (capabilities.special_tokens=False).
-        return [as_token_array(self.tokenizer.encode(t, 0, 0)) for t in texts]
+        return self.tokenizer.encode(text, 0, 0)

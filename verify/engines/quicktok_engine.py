@@ -9,6 +9,9 @@ same. ``?data_dir=PATH`` loads an encoding imported with
 
 ``allow_special=False`` uses ``with_special=False`` (tiktoken's
 ``encode_ordinary``); ``True`` turns every bundled special into its id.
+
+Entry points: ``batch`` (the default: ``encode_batch``) and ``single``
+(``encode_ordinary`` / ``encode_with_special``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 class QuicktokEngine(VocabAdapter):
     adapter_name = "quicktok"
     package = "quicktok-v1"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(bundled=OFFLINE_VOCABS, options=("data_dir", "threads"),
                   hint="give ?data_dir= for an imported encoding")
 
@@ -53,11 +56,12 @@ class QuicktokEngine(VocabAdapter):
             except KeyError:
                 continue
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
+    def encode_many(self, texts, allow_special):
         ids, offsets = self.tokenizer.encode_batch(list(texts), self._threads, bool(allow_special))
         return split_by_offsets(np.asarray(ids), np.asarray(offsets), len(texts))
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode_with_special(text) if allow_special else self.tokenizer.encode_ordinary(text)
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]

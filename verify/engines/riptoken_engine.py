@@ -3,11 +3,15 @@
 Specs: ``riptoken:cl100k_base | o200k_base | p50k_base`` or
 ``riptoken:/path/ranks.tiktoken?encoding=cl100k_base``: the ranks come from our
 resolver, the split pattern and special tokens from tiktoken's definitions.
+
+Entry points: ``batch`` (the default: ``encode_ordinary_batch``, and for
+``allow_special`` ``encode_batch`` with every special allowed) and ``single``
+(``encode_ordinary`` / ``encode``).
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.vocab.tiktoken_family import load_ranks
 
@@ -17,7 +21,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base")
 class RiptokenEngine(VocabAdapter):
     adapter_name = "riptoken"
     package = "riptoken"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=("tiktoken",), options=("encoding",))
 
     def load(self, vocab):
@@ -27,10 +31,13 @@ class RiptokenEngine(VocabAdapter):
         self._specials = set(family["special_tokens"])
         self.bpe = riptoken.CoreBPE(load_ranks(vocab), family["special_tokens"], family["pat_str"])
 
-    def encode_texts(self, texts, allow_special):
+    def encode_many(self, texts, allow_special):
         if allow_special:
-            return [as_token_array(self.bpe.encode(t, self._specials)) for t in texts]
-        return [as_token_array(ids) for ids in self.bpe.encode_ordinary_batch(list(texts))]
+            return self.bpe.encode_batch(list(texts), self._specials)
+        return self.bpe.encode_ordinary_batch(list(texts))
+
+    def encode_one(self, text, allow_special):
+        return self.bpe.encode(text, self._specials) if allow_special else self.bpe.encode_ordinary(text)
 
     def token_bytes(self, ids):
         return [bytes(self.bpe.decode_single_token_bytes(int(i))) for i in ids]

@@ -3,12 +3,13 @@
 Specs: ``sentencepiece:mistral-spm-v3 | mistral-spm-v1 | path/to/x.model``.
 
 No BOS/EOS are added. SentencePiece never parses control tokens (``<s>``,
-``[INST]``...) out of text, so ``capabilities.special_tokens`` is False.
+``[INST]``...) out of text, so ``capabilities.special_tokens`` is False. Entry points: ``batch`` (the default:
+``encode`` of a list) and ``single`` (``encode`` of one string).
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
 OFFLINE_VOCABS: tuple[str, ...] = ("mistral-spm-v1", "mistral-spm-v3")
@@ -17,7 +18,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("mistral-spm-v1", "mistral-spm-v3")
 class SentencePieceEngine(VocabAdapter):
     adapter_name = "sentencepiece"
     package = "sentencepiece"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=("sentencepiece",))
 
     def load(self, vocab):
@@ -25,11 +26,11 @@ class SentencePieceEngine(VocabAdapter):
 
         self.processor = sentencepiece.SentencePieceProcessor(model_file=str(vocab.path))
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
-        out = self.processor.encode(list(texts), out_type=int, add_bos=False, add_eos=False)
-        return [as_token_array(ids) for ids in out]
+    def encode_many(self, texts, allow_special):
+        return self.processor.encode(list(texts), out_type=int, add_bos=False, add_eos=False)
+
+    def encode_one(self, text, allow_special):
+        return self.processor.encode(text, out_type=int, add_bos=False, add_eos=False)
 
     def token_bytes(self, ids):
         sp = self.processor

@@ -9,7 +9,8 @@ Specs:
 
 The engine never downloads. It has no switch to treat added tokens as text:
 ``encode`` always matches them, so ``capabilities.special_tokens`` is False and
-``allow_special`` is not honoured.
+``allow_special`` is not honoured. Entry points: ``batch`` (the default:
+``encode_batch_flat``) and ``single`` (``encode``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("deepseek-v3",)
 class SnaptokensEngine(VocabAdapter):
     adapter_name = "snaptokens"
     package = "snaptokens"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("encoding",))
 
     def load(self, vocab):
@@ -34,12 +35,13 @@ class SnaptokensEngine(VocabAdapter):
         with self.refusing(ValueError):
             self.tokenizer = Tokenizer.from_file(str(path))
 
-    def encode_texts(self, texts, allow_special):
-        # allow_special is not honoured (capabilities.special_tokens=False).
-        if not texts:
-            return []
+    # allow_special is not honoured (capabilities.special_tokens=False).
+    def encode_many(self, texts, allow_special):
         ids, offsets = self.tokenizer.encode_batch_flat(list(texts), add_special_tokens=False)
         return split_flat_buffers(ids, offsets, len(texts))
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
 
     def token_bytes(self, ids):
         return tokenizer_token_bytes(self.tokenizer, ids)

@@ -21,11 +21,16 @@ special (deepseek-v3 has 53, e.g. ``<｜User｜>``), which HF's
 (``encode_allowed_special`` raises on any other special in the text), so the
 harness reports those texts against an ``hf:`` reference. ``True`` matches
 every special (``encode_with_special``).
+
+Entry points: ``single`` (the default: ``encode_ordinary`` / ``encode_with_special``)
+and ``batch`` (``encode_batch_with_special`` for ``allow_special=True``; splintr's
+other batch calls match special literals, so ``allow_special=False`` texts still go
+one by one through ``encode_ordinary``).
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.common import TOKENIZER_JSON_KINDS
 from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
@@ -37,7 +42,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3")
 class SplintrEngine(VocabAdapter):
     adapter_name = "splintr"
     package = "splintr-rs"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("single", "batch"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, options=("pretrained", "pcre2", "encoding"))
 
     def locate(self, target):
@@ -63,10 +68,15 @@ class SplintrEngine(VocabAdapter):
         if self.flag_option("pcre2"):
             self.tokenizer = self.tokenizer.pcre2(True)
 
-    def encode_texts(self, texts, allow_special):
+    def encode_one(self, text, allow_special):
         if allow_special:
-            return [as_token_array(self.tokenizer.encode_with_special(t)) for t in texts]
-        return [as_token_array(self.tokenizer.encode_ordinary(t)) for t in texts]
+            return self.tokenizer.encode_with_special(text)
+        return self.tokenizer.encode_ordinary(text)
+
+    def encode_many(self, texts, allow_special):
+        if allow_special:
+            return self.tokenizer.encode_batch_with_special(list(texts))
+        return [self.tokenizer.encode_ordinary(t) for t in texts]  # no batch call keeps specials as text
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_token_bytes(int(i))) for i in ids]

@@ -4,12 +4,12 @@ Specs: ``tekken:tekken | tekken_240718 | path/to/tekken.json``.
 
 ``Tekkenizer.encode`` never turns text into control tokens (specials only come
 from the request builders), so ``capabilities.special_tokens`` is False.
-No BOS/EOS are added.
+No BOS/EOS are added. ``Tekkenizer`` has no batch call: its one entry point is ``single``.
 """
 
 from __future__ import annotations
 
-from verify.engines.base import Capabilities, as_token_array, package_version
+from verify.engines.base import Capabilities, package_version
 from verify.engines.tiktoken_engine import MEASURED_UNICODE
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
@@ -21,7 +21,8 @@ class TekkenEngine(VocabAdapter):
     package = "mistral-common"
     # Tekkenizer splits with tiktoken's regex engine: the same character tables.
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True,
-                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
+                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""),
+                                entry_points=("single",))
     # A tekken.json given as a path reads as "hf-json" (the resolver goes by its suffix).
     loads = Loads(kinds=("tekken-json", "hf-json"))
 
@@ -33,8 +34,8 @@ class TekkenEngine(VocabAdapter):
             self.tokenizer = Tekkenizer.from_file(str(vocab.path))
         self._keep = SpecialTokenPolicy.KEEP
 
-    def encode_texts(self, texts, allow_special):
-        return [as_token_array(self.tokenizer.encode(t, bos=False, eos=False)) for t in texts]
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode(text, bos=False, eos=False)
 
     def token_bytes(self, ids):
         return [self.tokenizer.id_to_byte_piece(int(i), self._keep) for i in ids]

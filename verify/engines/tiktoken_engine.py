@@ -1,6 +1,10 @@
 """Adapter for OpenAI's ``tiktoken`` (a reference engine).
 
 Spec: ``tiktoken:cl100k_base`` or ``tiktoken:/path/ranks.tiktoken?encoding=cl100k_base``.
+
+Entry points: ``single`` (the default: ``encode(allowed_special="all")`` /
+``encode_ordinary`` per text) and ``batch`` (``encode_batch`` /
+``encode_ordinary_batch``, tiktoken's thread-pool batch call; ``?entry=batch``).
 """
 
 from __future__ import annotations
@@ -21,18 +25,24 @@ class TiktokenEngine(VocabAdapter):
     adapter_name = "tiktoken"
     package = "tiktoken"
     capabilities = Capabilities(special_tokens=True, segments=False, decode=True,
-                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""))
+                                unicode_version=MEASURED_UNICODE.get(package_version("tiktoken") or ""),
+                                entry_points=("single", "batch"))
     loads = Loads(kinds=("tiktoken",), options=("encoding",))
 
     def load(self, vocab):
         self.encoding = build_encoding(vocab, self.options.get("encoding"))
 
-    def encode_texts(self, texts, allow_special):
-        # One call per text: tiktoken's *_batch helpers go through a thread pool even
-        # with one thread, which costs more than they save here.
+    # The default is one call per text: tiktoken's *_batch helpers go through a thread pool
+    # even with one thread, which costs more than they save here.
+    def encode_one(self, text, allow_special):
         if allow_special:
-            return [np.asarray(self.encoding.encode(t, allowed_special="all"), dtype=TOKEN_DTYPE) for t in texts]
-        return [np.asarray(self.encoding.encode_ordinary(t), dtype=TOKEN_DTYPE) for t in texts]
+            return np.asarray(self.encoding.encode(text, allowed_special="all"), dtype=TOKEN_DTYPE)
+        return np.asarray(self.encoding.encode_ordinary(text), dtype=TOKEN_DTYPE)
+
+    def encode_many(self, texts, allow_special):
+        if allow_special:
+            return self.encoding.encode_batch(texts, allowed_special="all")
+        return self.encoding.encode_ordinary_batch(texts)
 
     def token_bytes(self, ids):
         return [self.encoding.decode_single_token_bytes(int(i)) for i in ids]

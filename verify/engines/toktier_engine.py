@@ -17,6 +17,9 @@ Options: ``policy`` (a ``toktier.RoutingPolicy`` value: supported, certified,
 reference, require_accelerated, experimental; default toktier's own),
 ``device`` (toktier's own switch: cpu, auto, cuda; default cpu), ``batch``
 (true: one ``encode_batch`` call per batch; default true with device=cuda).
+Entry points: ``single`` (``encode(text, lookup="off")``) and ``batch``
+(``encode_batch``); ``?entry=batch`` is ``?batch=true``, ``?entry=single`` is
+``?batch=false`` (both given, they must agree).
 Sessions (``capabilities.sessions``, ``verify.engines.toktier_sessions``): ``patch=true``
 appends with ``append_patch`` instead of ``append``; ``store=DIR`` is toktier's
 persistent session store.
@@ -64,8 +67,10 @@ REFERENCE_ROUTES = {"hf"}
 class ToktierEngine(VocabAdapter):
     adapter_name = "toktier"
     package = "toktier"
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, sessions=True)
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False, sessions=True,
+                                entry_points=("single", "batch"))
     gpu_capabilities = dataclasses.replace(capabilities, device="cuda")  # device=cuda: the GPU route
+    entry_replaces = ("batch",)
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True,
                   options=("policy", "device", "batch", "family", "gpu_delivery", "gpu_min_bytes", "patch", "store",
                            "encoding"))
@@ -84,7 +89,7 @@ class ToktierEngine(VocabAdapter):
             raise ConfigError(f"device must be one of {', '.join(DEVICES)}, not '{device}'")
         self.options["device"] = device
         self.on_gpu = device == "cuda"
-        self.batch = bool(self.options.get("batch", self.on_gpu))
+        self.batch = self._batch(self.options)
         if self.on_gpu:
             self.options["batch"] = self.batch
         if "family" in self.options and not self.on_gpu:
@@ -104,6 +109,28 @@ class ToktierEngine(VocabAdapter):
                 raise ConfigError(f"policy must be one of {', '.join(policies)}, not '{policy}'")
             kwargs["policy"] = toktier.RoutingPolicy(str(policy).lower())
         self._kwargs = kwargs
+
+    @staticmethod
+    def _batch(options) -> bool:
+        """Whether encodes go through ``encode_batch``: ``?entry=``, else ``?batch=``, else the GPU route."""
+        entry, batch = options.get("entry"), options.get("batch")
+        if entry is not None and batch is not None and bool(batch) != (entry == "batch"):
+            raise ConfigError(f"entry={entry} and batch={str(batch).lower()} disagree")
+        if entry is not None:
+            return entry == "batch"
+        return bool(batch) if batch is not None else str(options.get("device", "cpu")).lower() == "cuda"
+
+    @property
+    def default_entry(self) -> str:
+        return "batch" if self.batch else "single"
+
+    @classmethod
+    def declared_entry_points(cls, target, options):
+        try:
+            batch = cls._batch(options)
+        except ConfigError:  # refused when the engine loads, in one line
+            batch = False
+        return cls.capabilities, "batch" if batch else "single"
 
     def locate(self, target: str):
         if not is_local_target(target) and _FAMILY_ID.fullmatch(target):  # a toktier family id, by name
@@ -157,12 +184,14 @@ class ToktierEngine(VocabAdapter):
         self._baseline = {"executions": dict((full.get("runtime_policy") or {}).get("execution_counts") or {}),
                           "fallbacks": dict(full.get("fallback_counts") or {})}
 
-    def encode_texts(self, texts, allow_special):
-        # allow_special is not honoured: toktier always matches added tokens
-        # (capabilities.special_tokens=False declares it).
-        if self.batch:  # row i equals encode(texts[i]), by toktier's contract (checked here like any other)
-            return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
-        return [as_token_array(self.tokenizer.encode(text, lookup="off").ids) for text in texts]
+    # allow_special is not honoured: toktier always matches added tokens
+    # (capabilities.special_tokens=False declares it).
+    def encode_many(self, texts, allow_special):
+        # row i equals encode(texts[i]), by toktier's contract (checked here like any other)
+        return [as_token_array(e.ids) for e in self.tokenizer.encode_batch(list(texts))]
+
+    def encode_one(self, text, allow_special):
+        return as_token_array(self.tokenizer.encode(text, lookup="off").ids)
 
     def open_session(self, state: bytes | None = None):
         """A toktier session (``verify.engines.toktier_sessions``); ``?patch=true`` uses

@@ -11,6 +11,9 @@ The engine's public API is ``batch_count`` / ``truncate``; ids come from
 ``toktok._encoding(name)``, which its README documents as the full
 encode/decode surface. ``allow_special=False`` uses ``with_special=False``
 (special-token literals are ordinary text).
+
+Entry points: ``batch`` (the default: ``encode_batch_to_numpy``) and ``single``
+(``encode_ordinary`` / ``encode_with_special``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base")
 class ToktokEngine(VocabAdapter):
     adapter_name = "toktok"
     package = "toktok-rs"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(bundled=OFFLINE_VOCABS, options=("threads",))
 
     def load(self, vocab):
@@ -37,11 +40,12 @@ class ToktokEngine(VocabAdapter):
         self.vocab_sha256 = table_sha256(enumerate(self.tokenizer.token_byte_values()))  # indexed by id
         self._threads = self.int_option("threads", 1)
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
+    def encode_many(self, texts, allow_special):
         ids, offsets = self.tokenizer.encode_batch_to_numpy(list(texts), self._threads, bool(allow_special))
         return split_by_offsets(np.asarray(ids), np.asarray(offsets), len(texts))
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode_with_special(text) if allow_special else self.tokenizer.encode_ordinary(text)
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_single_token_bytes(int(i))) for i in ids]

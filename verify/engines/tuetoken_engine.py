@@ -12,6 +12,10 @@ add_special_tokens=False)``, which splits on every added token. ``False`` keeps
 HF's ``split_special_tokens`` notion: special added tokens become ordinary
 text (``encode_ordinary``); added tokens not marked special still match, by
 registering only those with the engine's ``set_special_tokens``.
+
+Entry points: ``batch`` (the default: ``encode_special_batch`` / ``encode_ordinary_batch``;
+``AutoTokenizer`` has no batch call, so ``allow_special=True`` texts are encoded one by
+one) and ``single`` (``encode_special`` / ``encode_ordinary``, ``AutoTokenizer.encode``).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.common import TOKENIZER_JSON_KINDS, added_token_bytes, vocab_token_bytes
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
@@ -31,7 +35,7 @@ _SCHEMES = {"none": 0, "always": 1, "first": 2}
 class TuetokenEngine(VocabAdapter):
     adapter_name = "tuetoken"
     package = "tuetoken"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     loads = Loads(kinds=TOKENIZER_JSON_KINDS, hub=True, options=("encoding", "threads"))
 
     def load(self, vocab):
@@ -58,12 +62,17 @@ class TuetokenEngine(VocabAdapter):
             )
         self._threads = self.int_option("threads", 1)
 
-    def encode_texts(self, texts, allow_special):
+    def encode_many(self, texts, allow_special):
         if allow_special:
-            return [as_token_array(self.auto.encode(t, add_special_tokens=False)) for t in texts]
+            return [self.auto.encode(t, add_special_tokens=False) for t in texts]
         if self._plain_added:
-            return [as_token_array(ids) for ids in self.core.encode_special_batch(list(texts), self._threads)]
-        return [as_token_array(ids) for ids in self.core.encode_ordinary_batch(list(texts), self._threads)]
+            return self.core.encode_special_batch(list(texts), self._threads)
+        return self.core.encode_ordinary_batch(list(texts), self._threads)
+
+    def encode_one(self, text, allow_special):
+        if allow_special:
+            return self.auto.encode(text, add_special_tokens=False)
+        return self.core.encode_special(text) if self._plain_added else self.core.encode_ordinary(text)
 
     def token_bytes(self, ids):
         ints = [int(i) for i in ids]

@@ -9,6 +9,9 @@ order (so errors come in the same order for every adapter):
 
 1. refuse an option the adapter does not declare: one ``ConfigError`` naming the
    options it has (``tiktoken:cl100k_base?bogus=1`` was silently accepted before);
+   ``entry`` is declared once here for every adapter that declares entry points
+   (``?entry=NAME`` selects the library call, ``verify.engines.base``), and an entry
+   point it does not declare is refused the same way;
 2. ``configure()``: the adapter's own checks of its option values, before anything loads;
 3. ``locate(target)``: a hub id (``org/model``, when ``loads.hub``) or a bundled
    vocabulary (``loads.bundled`` without ``loads.kinds``) is left to the engine, by
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from verify.engines.base import Adapter
+from verify.engines.base import ENTRY_OPTION, Adapter, Capabilities
 from verify.engines.common import cannot_load, is_hub_id, tiktoken_encoding_name, tokenizer_json_path
 from verify.errors import ConfigError
 from verify.vocab.resolver import ResolvedVocab, resolve_vocab
@@ -88,8 +91,14 @@ class VocabAdapter(Adapter):
 
     def __init__(self, target: str, options: dict[str, Any] | None = None, spec: str | None = None):
         super().__init__(target, options, spec)
-        refuse_unknown_options(self.spec, self.adapter_name, self.options, self.loads.options)
+        refuse_unknown_options(self.spec, self.adapter_name, self.options, self.option_names())
+        self.check_entry()
         self.open(target)
+
+    @classmethod
+    def option_names(cls) -> tuple[str, ...]:
+        """The ``?options`` it takes: its own, and ``entry`` when it declares entry points."""
+        return cls.loads.options + ((ENTRY_OPTION,) if cls.capabilities.entry_points else ())
 
     def open(self, target: str) -> None:
         """Check the option values, find the vocabulary, load it (an adapter may wrap this)."""
@@ -156,3 +165,56 @@ class VocabAdapter(Adapter):
     def flag_option(self, name: str) -> bool:
         """A yes/no option: true, 1, yes or on (any case) is yes; absent is no."""
         return str(self.options.get(name, False)).lower() in TRUE_WORDS
+
+
+# --- specs that drive one entry point (the api check, the stress phases) ----------------------
+
+def with_entry(spec: str, entry: str) -> str:
+    """``spec``'s engine driving ``entry``: ``tiktoken:cl100k_base?entry=batch`` (a named spec
+    is spelled out as ``ADAPTER:TARGET?options``; its other options are kept but those the
+    adapter says ``?entry=`` supersedes, ``entry_replaces``)."""
+    from urllib.parse import urlencode
+
+    from verify.engines.registry import adapters, parse_spec
+
+    parsed = parse_spec(spec)
+    registered = adapters().get(parsed.adapter)
+    replaced = registered.load().entry_replaces if registered is not None and registered.installed() else ()
+    options = {**{k: v for k, v in parsed.options.items() if k not in replaced}, ENTRY_OPTION: entry}
+    query = urlencode({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()})
+    return f"{parsed.adapter}:{parsed.target}?{query}"
+
+
+def entry_specs(spec: str) -> tuple[str | None, dict[str, str]]:
+    """The entry point ``spec`` drives and, for every declared entry point it does not already
+    drive on its own, the spec that does (``{"batch": "tiktoken:cl100k_base?entry=batch"}``),
+    in declaration order. Read from the adapter's declaration, without loading a vocabulary;
+    an adapter that is not installed declares nothing here (its engine fails to start later)."""
+    from verify.engines.registry import adapters, parse_spec
+
+    parsed = parse_spec(spec)
+    entry = adapters().get(parsed.adapter)
+    if entry is None or not entry.installed():
+        return None, {}
+    capabilities, in_effect = entry.load().declared_entry_points(parsed.target, parsed.options)
+    explicit = parsed.options.get(ENTRY_OPTION) is not None
+    driven = in_effect if explicit or drives_alone(capabilities, in_effect) else None
+    return in_effect, {name: with_entry(spec, name) for name in capabilities.entry_points if name != driven}
+
+
+def drives_alone(capabilities: Capabilities, entry: str | None) -> bool:
+    """Whether a spec *without* ``?entry=`` whose entry point in effect is ``entry`` drives it
+    alone, as ``?entry=`` of it would. Not so for an engine with native segments whose entry is
+    not ``segments``: it gets each sample alone (several segments through ``encode_segments``),
+    as adapters always did, where ``?entry=`` sends a whole batch through that one call."""
+    return entry is not None and not (capabilities.segments and entry != "segments")
+
+
+def entry_spec(spec: str, entry: str) -> str | None:
+    """The spec whose encode goes through ``entry`` alone: ``spec`` itself when it already does,
+    ``spec?entry=NAME`` when the adapter declares it, None when it does not (``batch``: what
+    a stress phase sends its big batches to, so they reach the library's own batch call)."""
+    in_effect, others = entry_specs(spec)
+    if entry in others:
+        return others[entry]
+    return spec if entry == in_effect else None

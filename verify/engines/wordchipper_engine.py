@@ -9,6 +9,8 @@ stages our hash-checked ranks file there first when the cache holds no copy
 (or an empty one), then checks the loaded vocabulary's size: wordchipper 0.9.2
 otherwise loads an empty or truncated cache file silently as a 256-token
 byte vocabulary.
+
+Entry points: ``batch`` (the default: ``encode_batch``) and ``single`` (``encode``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from verify.engines.base import Capabilities, as_token_array
+from verify.engines.base import Capabilities
 from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
 from verify.vocab.tiktoken_family import load_ranks
@@ -38,7 +40,7 @@ def wordchipper_cache_file(name: str) -> Path:
 class WordchipperEngine(VocabAdapter):
     adapter_name = "wordchipper"
     package = "wordchipper"
-    capabilities = Capabilities(special_tokens=True, segments=False, decode=True)
+    capabilities = Capabilities(special_tokens=True, segments=False, decode=True, entry_points=("batch", "single"))
     # only its pretrained encodings, each staged from our hash-checked ranks file
     loads = Loads(kinds=("tiktoken",), bundled=OFFLINE_VOCABS)
 
@@ -59,11 +61,12 @@ class WordchipperEngine(VocabAdapter):
         self._all = wordchipper.SpecialFilter.include_all()
         self._none = wordchipper.SpecialFilter.include_none()
 
-    def encode_texts(self, texts, allow_special):
-        if not texts:
-            return []
+    def encode_many(self, texts, allow_special):
         flt = self._all if allow_special else self._none
-        return [as_token_array(ids) for ids in self.tokenizer.encode_batch(list(texts), special_filter=flt)]
+        return self.tokenizer.encode_batch(list(texts), special_filter=flt)
+
+    def encode_one(self, text, allow_special):
+        return self.tokenizer.encode(text, special_filter=self._all if allow_special else self._none)
 
     def token_bytes(self, ids):
         return [bytes(self.tokenizer.decode_bytes([int(i)])) for i in ids]

@@ -157,6 +157,9 @@ class LocalExecutor(ExecutorBase):
             raise
         except BaseException as exc:  # notes are reporting only; never lose the run for them
             notes = {"run_notes_error": f"{type(exc).__name__}: {exc}"}
+        entry_notes = getattr(self.engine, "entry_notes", None)
+        if callable(entry_notes):  # which production entry point ran, how often (verify.engines.base)
+            notes = {**entry_notes(), **notes}
         if self.batch_fallbacks:
             notes["batch_fallbacks"] = self.batch_fallbacks
             notes["warnings"] = [*notes.get("warnings", []),

@@ -10,6 +10,16 @@ more than the warm-up may show ``history`` findings that depend on which shards 
 ran before (as they depended on corpus order before the pipeline); every other property,
 and any state the warm-up sets, gives the same findings for any split over workers.
 
+Entry points (docs/entry-points.md). The plan reads which production entry points the
+engine's adapter declares (``verify.engines.vocab_loading.entry_specs``) and adds, as optional
+candidates, ``SPEC?entry=NAME`` for every one the spec does not already drive on its own: the
+``api`` check compares each with the baseline on every corpus batch, and the ``batches``
+stress phase sends its big batches through ``SPEC?entry=batch`` when there is one, so they
+reach the library's own batch call. Each is started like the engine itself (isolated by
+default, with its twin), so the manifest lists them with their identities and run notes
+(``entry_point``, ``entry_points_ran``); ``plan.options["entry_points"]`` and the manifest's
+``check`` section say which spec drives which entry point.
+
 A shard commits its findings (``ShardResult`` records, large inputs stored beside them), its
 ``verify.counts`` tally (one state per sample, bad records) and, in its extra, the
 ``CheckCounts`` of every property, the stress phase's report and what the warm engine
@@ -59,22 +69,34 @@ class ResultWriter:
 
 
 def check_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
-    """The task: one corpus shard, or one stress phase, through the engine and its twin."""
+    """The task: one corpus shard, or one stress phase, through the engine and its twin (and the
+    engine driven through its other entry points: ``executors`` is the engines of the plan, the
+    engine first, then the twins, the engine's own first)."""
     from verify.adversarial.checks.metamorphic import MetamorphicChecker
     from verify.adversarial.checks.stress import StressCheck
 
     started = time.monotonic()
     params = context.params
-    fresh, warm = executors[0], executors[1]
+    fresh = executors[0]
+    twin = next(i for i, ex in enumerate(executors) if i and ex.spec == fresh.spec)
+    warm = executors[twin]
+    started_specs = {ex.spec: ex for ex in executors[1:twin]}  # an entry point's engine may not have loaded
+    plan = params.get("entry_points") or {}
+    entries = {name: started_specs[spec] for name, spec in (plan.get("api") or {}).items() if spec in started_specs}
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     warmed_key = ("check-warmed", fresh.spec)
     restarts = warm.restarts
-    checker = MetamorphicChecker(fresh, warm, ResultWriter(result), source=shard.source, checks=params["checks"],
-                                 threads=params["threads"], roundtrip=params["roundtrip"],
-                                 warmed=bool(context.cache.get(warmed_key)))
+    phase = shard.extra.get("phase") if shard.kind == STRESS_KIND else None
+    batches = started_specs.get(plan.get("stress_batch") or "") if phase == "batches" else None
+    checker = MetamorphicChecker(batches or fresh, warm, ResultWriter(result), source=shard.source,
+                                 checks=params["checks"], threads=params["threads"], roundtrip=params["roundtrip"],
+                                 warmed=bool(context.cache.get(warmed_key)), entries=entries,
+                                 default_entry=plan.get("default"))
     extra: dict[str, Any] = {}
-    if shard.kind == STRESS_KIND:
-        extra["stress"] = StressCheck(checker, budget_s=params["stress_budget_s"]).run((shard.extra["phase"],))
+    if phase is not None:
+        extra["stress"] = StressCheck(checker, budget_s=params["stress_budget_s"]).run((phase,))
+        if phase == "batches":  # which engine the big batches went to: the library's batch call when it has one
+            extra["stress"]["batches_engine"] = checker.spec
     else:
         checker.run(shard.records(), context.setup.batch_size)  # the plan's, larger for a device engine
     if checker.warmed:
@@ -123,6 +145,7 @@ class CheckHunt(Hunt):
             raise UsageError(f"unknown check {', '.join(unknown)} (choose from {', '.join(CHECKS)})")
         if not checks:
             raise UsageError("no check to run (--no-stress leaves no check to run)")
+        checks = [c for c in CHECKS if c in checks]
         budget = DEFAULT_BUDGET_S if self.stress_budget_s is None else float(self.stress_budget_s)
         if not budget > 0:
             raise UsageError("--stress-budget must be positive")
@@ -131,10 +154,11 @@ class CheckHunt(Hunt):
             raise UsageError("--batch-size must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise UsageError("--limit must be at least 1")
-        return {"checks": [c for c in CHECKS if c in checks], "roundtrip": self.roundtrip, "batch_size": batch_size,
+        return {"checks": checks, "roundtrip": self.roundtrip, "batch_size": batch_size,
                 "limit": self.limit, "text_field": self.text_field, "id_field": self.id_field,
                 "stress_budget_s": budget, "threads": THREADS, "timeout_s": self.job.engine.timeout_s,
-                "memory_limit_mb": self.job.engine.memory_limit_mb}
+                "memory_limit_mb": self.job.engine.memory_limit_mb,
+                "entry_points": entry_point_plan(self.engine, checks)}
 
     def plan(self) -> HuntPlan:
         from verify.adversarial.checks.stress import PHASES
@@ -152,13 +176,15 @@ class CheckHunt(Hunt):
             sources.append(source.describe())
         if "stress" in options["checks"]:
             shards += [Shard("stress", STRESS_KIND, path=f"stress:{phase}", extra={"phase": phase}) for phase in PHASES]
-        return HuntPlan(self.engine, [], [], sources, shards, options, corpora=corpora)
+        specs = entry_point_specs(options["entry_points"])
+        return HuntPlan(self.engine, [], specs, sources, shards, options, optional=specs, corpora=corpora)
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         merged = merge_shards(plan, store, markers)
         self.corpus_samples = merged.pop("corpus_samples")
         report = write_report(out, plan, merged, argv=self.job.argv)
         section = {k: report[k] for k in ("checks", "roundtrip_checked", "stress")}
+        section["entry_points"] = plan.options.get("entry_points")
         section["counts"] = merged["counts"].as_dict()
         section["warm_engine_notes"] = merged["warm"]
         if report.get("notes"):
@@ -169,6 +195,24 @@ class CheckHunt(Hunt):
         if not self.corpus_samples:
             return f"the corpus produced no samples ({', '.join(self.corpora or [DEFAULT_CORPUS])})"
         return None
+
+
+def entry_point_plan(engine: str, checks: list[str]) -> dict[str, Any]:
+    """Which spec drives which entry point of ``engine``: ``default`` (the one it drives),
+    ``api`` (every other declared one, for the api check) and ``stress_batch`` (where the big
+    batches go: ``SPEC?entry=batch`` when the spec does not already send a batch through the
+    library's batch call in one call, else None: the engine itself, or no batch call at all)."""
+    from verify.engines.vocab_loading import entry_specs
+
+    default, others = entry_specs(engine) if {"api", "stress"} & set(checks) else (None, {})
+    return {"default": default, "api": others if "api" in checks else {},
+            "stress_batch": others.get("batch") if "stress" in checks else None}
+
+
+def entry_point_specs(entry_points: dict[str, Any]) -> list[str]:
+    """The engines an entry-point plan adds to the run, in a fixed order, each once."""
+    specs = list((entry_points.get("api") or {}).values()) + [entry_points.get("stress_batch")]
+    return list(dict.fromkeys(s for s in specs if s))
 
 
 def merge_shards(plan, store, markers) -> dict[str, Any]:
@@ -202,6 +246,8 @@ def merge_stress(parts: list[dict[str, Any]]) -> dict[str, Any]:
     notes: list[str] = []
     for part in parts:
         merged["batches"] += part.get("batches", [])
+        if "batches_engine" in part:
+            merged["batches_engine"] = part["batches_engine"]
         if "threshold" in part:
             merged["threshold"] = part["threshold"]
         merged["seconds"] = round(merged["seconds"] + part["seconds"], 3)

@@ -16,6 +16,13 @@ and ``warm``, started by two ``EnginePool``s so each has its own engine):
   sessions   for stateful engines (``capabilities.sessions``): different append
              scripts, a short and a long prefix, and a resumed session all give the
              from-scratch ids (``verify.adversarial.checks.sessions``)
+  api        every other production entry point the engine declares
+             (``capabilities.entry_points``: its library's single, batch, segments or
+             file call) gives the baseline's ids, the whole batch in one call through
+             it: ``entries`` are executors of ``SPEC?entry=NAME`` (``verify check``
+             plans them, ``verify.engines.vocab_loading.entry_specs``); a finding names
+             the entry point's spec as its ``engine`` and the checked spec as its
+             ``reference``, and both entry points (``entry_point``, ``default_entry_point``)
   stress     not per corpus batch: the serving shapes (a batch of 10^4-10^5 short samples
              in one call, inputs across the 25,000 / 400,000-character chunking thresholds),
              run once by ``verify.adversarial.checks.stress`` with this checker's counts
@@ -50,7 +57,7 @@ from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
 from verify.batches import batched
 from verify.sample import BadRecord, Sample, Segment
 
-CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "sessions", "stress")
+CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "sessions", "api", "stress")
 THREADS = 4
 
 # Text the warmed engine sees before the corpus: long runs, mixed scripts, special-token
@@ -118,13 +125,17 @@ class MetamorphicChecker:
     ``writer``: anything with ``FindingWriter``'s ``write(finding)`` and ``write_record(record)``
     (a shard's result on the pipeline); without one the records are kept in ``findings``.
     ``warmed``: the warm engine has seen ``WARMUP_TEXTS`` already (once per worker on the
-    pipeline); ``warmed`` after the run says whether it has now."""
+    pipeline); ``warmed`` after the run says whether it has now. ``entries``: the ``api``
+    check's executors, by entry point name; ``default_entry``: the one ``fresh`` drives."""
 
     def __init__(self, fresh: Executor, warm: Executor, writer: FindingWriter | None = None,
                  source: str | None = None, checks: Sequence[str] = CHECKS, threads: int = THREADS,
                  roundtrip: bool | None = None, on_finding: Callable[[dict], None] | None = None,
-                 warmed: bool = False):
+                 warmed: bool = False, entries: dict[str, Executor] | None = None,
+                 default_entry: str | None = None):
         self.fresh, self.warm = fresh, warm
+        self.entries = dict(entries or {})
+        self.default_entry = default_entry
         self.spec = fresh.spec
         self.writer = writer
         self.source = source
@@ -146,9 +157,11 @@ class MetamorphicChecker:
         if self.on_finding:
             self.on_finding(record)
 
-    def emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any], detail: str | None = None) -> None:
-        """Write one finding of ``check`` (``detail`` tells two findings of one check on one input apart)."""
-        finding = Finding(self.spec, self.spec, sample, kind, self.source, {"check": check, **fields},
+    def emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any], detail: str | None = None,
+             engine: str | None = None) -> None:
+        """Write one finding of ``check`` (``detail`` tells two findings of one check on one input apart;
+        ``engine``: the spec that gave it when not the checked one, which is then the reference)."""
+        finding = Finding(engine or self.spec, self.spec, sample, kind, self.source, {"check": check, **fields},
                           detail=detail or check)
         self._record(self.writer.write(finding) if self.writer else finding.to_record()[0])
 
@@ -159,7 +172,8 @@ class MetamorphicChecker:
     def mark(self, sample: Sample, state: str) -> None:
         self._states[id(sample)] = worst(self._states.get(id(sample), "verified"), state)
 
-    def _failed(self, sample: Sample, check: str, outcome: Outcome, where: str = "") -> None:
+    def _failed(self, sample: Sample, check: str, outcome: Outcome, where: str = "", engine: str | None = None,
+                extra: dict[str, Any] | None = None) -> None:
         """An outcome that is not ids: a ``Failure`` is a finding; a ``Skipped`` is only counted."""
         if isinstance(outcome, Skipped):
             self.mark(sample, "skipped")
@@ -168,13 +182,14 @@ class MetamorphicChecker:
             outcome = Failure(outcome.kind, outcome.type, f"{where}: {outcome.message}")
         self.counts.errors += 1
         self.mark(sample, outcome.kind)
-        self.emit(sample, outcome.kind, check, describe_failure(outcome))
+        self.emit(sample, outcome.kind, check, {**describe_failure(outcome), **(extra or {})}, engine=engine)
 
     def _check(self, sample: Sample, check: str, baseline: np.ndarray, other: Outcome,
-               extra: dict[str, Any] | None = None, where: str = "") -> None:
-        """One check of ``other`` against the baseline: a difference or a failure is a finding."""
+               extra: dict[str, Any] | None = None, where: str = "", engine: str | None = None) -> None:
+        """One check of ``other`` against the baseline: a difference or a failure is a finding
+        (``engine``: the spec ``other`` came from, when not the checked one)."""
         if not is_ids(other):
-            self._failed(sample, check, other, where)
+            self._failed(sample, check, other, where, engine, extra)
             return
         self.counts.checked[check] += 1
         if agree(baseline, other):
@@ -183,7 +198,7 @@ class MetamorphicChecker:
         self.mark(sample, "diverged")
         fields = describe_divergence(sample, baseline, other, self.fresh.token_bytes(baseline),
                                      self.fresh.token_bytes(other))
-        self.emit(sample, "ids", check, {**fields, **(extra or {})})
+        self.emit(sample, "ids", check, {**fields, **(extra or {})}, engine=engine)
 
     def bad_record(self, record: BadRecord) -> None:
         """A corpus record that is not a sample: counted and written as a ``bad-input`` finding."""
@@ -259,7 +274,18 @@ class MetamorphicChecker:
             for sample, base in valid:
                 if sample.is_plain:
                     check_sessions(self, sample, base)
+
+        if "api" in self.checks and valid:
+            self._api(valid)
         self.count_states(batch, baselines)
+
+    def _api(self, valid: list[tuple[Sample, np.ndarray]]) -> None:
+        """Every other entry point on the whole batch in one call, against each sample's baseline."""
+        samples = [s for s, _ in valid]
+        for name, executor in self.entries.items():
+            extra = {"entry_point": name, "default_entry_point": self.default_entry, "batch_size": len(samples)}
+            for (sample, base), out in zip(valid, executor.encode(samples)):
+                self._check(sample, "api", base, out, extra, f"entry point {name}", engine=executor.spec)
 
     def _threads(self, samples: list[Sample], batch_out: list[Outcome] | None) -> None:
         """The same batch call from 1 thread, then from N threads at once on the one engine.
