@@ -113,12 +113,27 @@ def test_every_sample_is_counted_exactly_once(tmp_path):
 
 
 def test_a_large_input_is_stored_beside_the_record(tmp_path):
+    import random
+
+    rng = random.Random(3)  # no repetition: the input itself is stored
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(INLINE_INPUT_LIMIT + 10)) + "é"
+    _, records = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii()], [Sample.plain("big", text)])
+    r = records[0]
+    assert "input" not in r and "input_runs" not in r
+    stored = json.loads((tmp_path / r["input_file"]).read_text())
+    assert stored["segments"] == [[text, False]]
+    assert r["byte_offset"] == INLINE_INPUT_LIMIT + 10
+
+
+def test_a_large_repetitive_input_is_kept_as_runs_that_rebuild_it(tmp_path):
+    from verify.findings import sample_from_runs
+
     text = "a" * (INLINE_INPUT_LIMIT + 10) + "é"
     _, records = run_engines(tmp_path, FakeEngine(), [ZeroesNonAscii()], [Sample.plain("big", text)])
     r = records[0]
-    assert "input" not in r
-    stored = json.loads((tmp_path / r["input_file"]).read_text())
-    assert stored["segments"] == [[text, False]]
+    assert "input" not in r and "input_file" not in r
+    assert r["input_runs"] == [[[["a", INLINE_INPUT_LIMIT + 10], ["é", 1]], False]]
+    assert sample_from_runs("big", r["input_runs"]).text == text
     assert r["byte_offset"] == INLINE_INPUT_LIMIT + 10
 
 

@@ -33,7 +33,7 @@ from verify.vocab.tiktoken_family import build_encoding
 
 # Known vocabularies this adapter loads from local files here. ``anthropic``
 # is refused by the engine (its NFKC normalizer is unsupported).
-OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3")  # p50k_base: its ranks are not dense
 
 
 class BasetenkenizerEngine(VocabAdapter):

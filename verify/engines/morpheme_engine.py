@@ -18,7 +18,7 @@ from verify.engines.base import Capabilities, as_token_array
 from verify.engines.common import TOKENIZER_JSON_KINDS, tokenizer_token_bytes
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
-OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
 
 class MorphemeEngine(VocabAdapter):

@@ -46,7 +46,10 @@ def describe_adapter(entry: AdapterEntry) -> str:
     if not entry.installed():
         return f"{entry.name:16} not installed  ({entry.install_hint})  {entry.summary}"
     cls = entry.load()
-    caps = ", ".join(f"{k}={v}" for k, v in cls.capabilities.as_dict().items() if v not in (False, None))
+    def shown(value) -> str:
+        return ", ".join(value) if isinstance(value, (tuple, list)) else str(value)
+
+    caps = ", ".join(f"{k}={shown(v)}" for k, v in cls.capabilities.as_dict().items() if v not in (False, None, (), []))
     version = package_version(cls.package) or "-"
     offline = getattr(importlib.import_module(cls.__module__), "OFFLINE_VOCABS", None)
     line = f"{entry.name:16} {cls.package or entry.origin} {version}  [{caps}]  {entry.summary}"

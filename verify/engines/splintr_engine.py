@@ -36,7 +36,7 @@ from verify.engines.vocab_loading import Loads, VocabAdapter
 from verify.errors import ConfigError
 from verify.vocab.tiktoken_family import family_definition
 
-OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3")
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "deepseek-v3", "anthropic")
 
 
 class SplintrEngine(VocabAdapter):

@@ -27,7 +27,7 @@ from verify.engines.base import Capabilities
 from verify.engines.common import TOKENIZER_JSON_KINDS, added_token_bytes, vocab_token_bytes
 from verify.engines.vocab_loading import Loads, VocabAdapter
 
-OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3")
+OFFLINE_VOCABS: tuple[str, ...] = ("cl100k_base", "o200k_base", "p50k_base", "deepseek-v3", "anthropic")
 
 _SCHEMES = {"none": 0, "always": 1, "first": 2}
 

@@ -41,7 +41,8 @@ class WrappedEngine(Adapter):
         self.inner = build_engine(target)
         inner = self.inner.capabilities
         # Declared per instance: what the inner engine can do, plus sessions.
-        self.capabilities = Capabilities(**{**inner.as_dict(), "sessions": True})
+        # sessions of our own; the inner engine's entry points are not this wrapper's (it refuses ?entry=)
+        self.capabilities = Capabilities(**{**inner.as_dict(), "sessions": True, "entry_points": ()})
         self._inner_identity: EngineIdentity | None = None
 
     def inner_identity(self) -> EngineIdentity:
