@@ -225,6 +225,21 @@ def test_the_stress_phase_sends_its_big_batches_through_the_batch_entry_point(tm
     assert manifest["check"]["entry_points"]["stress_batch"] == f"{spec}?entry=batch"
 
 
+def test_the_fuzz_stress_phase_sends_its_big_batches_through_the_batch_entry_point(tmp_path, plugin):
+    """The acceptance: a candidate whose library's batch call alone is wrong is found by ``verify fuzz``,
+    whose big batches reach that call (the finding names the ``?entry=batch`` spec)."""
+    spec = f"{plugin}:planted"
+    out, calls = tmp_path / "out", tmp_path / "calls.txt"
+    proc = run_cli("fuzz", "--reference", "tiktoken:cl100k_base", "--candidate", spec, "--seed", "1",
+                   "--max-examples", "40", "--budget", "60", "--out", str(out), "--no-progress", "--in-process",
+                   "--workers", "1", "--database", str(tmp_path / "db"), env={"PLANT_CALLS": str(calls)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    sizes = [int(line.split()[1]) for line in calls.read_text().splitlines()]
+    assert max(sizes) >= 16_384  # a big batch reached the library's batch call as one call
+    batch = [r for r in findings(out) if r["engine"] == f"{spec}?entry=batch"]
+    assert batch and all((r.get("stress") or {}).get("shape") == "big-batch" for r in batch)
+
+
 # --- every real adapter: its entry points agree on a small corpus ----------------------------
 
 REAL_SPECS = [

@@ -372,7 +372,11 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
 
     started = time.monotonic()
     params = context.params
-    reference, pool = executors[0], list(executors[1:])
+    batch_entry = params.get("batch_entry") or {}
+    by_spec = {ex.spec: ex for ex in executors}
+    reference = executors[0]
+    pool = [ex for ex in executors[1:] if ex.spec not in set(batch_entry.values())]
+    batch_executors = {c: by_spec[b] for c, b in batch_entry.items() if b in by_spec}
     allowlist, tags = rules_of(params)
     max_findings = params["max_findings"]
     book = ClusterBook(allowlist, tags, pending_cap=max_findings)
@@ -391,7 +395,8 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
         extra = run_search(shard, params, reference, pool, book, causes, write, result.counts, deadline)
     else:
         phase = StressPhase(reference, book, write, result.counts, max_findings, cuts=tuple(shard.extra["cuts"]),
-                            batch_sizes=tuple(shard.extra["batch_sizes"]), cause=causes.cause, fold=causes.fold)
+                            batch_sizes=tuple(shard.extra["batch_sizes"]), cause=causes.cause, fold=causes.fold,
+                            batch_executors=batch_executors)
         phase.run(pool, deadline)
         extra = {"stress": phase.report, "capped": phase.report["capped"]}
     result.extra = {"phase": shard.extra["phase"], "cap_s": shard.extra["cap_s"], **extra, "book": book.to_json()}

@@ -176,9 +176,14 @@ class FuzzHunt(Hunt):
         if stress:
             sources.append({"name": "fuzz-stress", "kind": "stress", "big_batch_sizes": list(shapes.BIG_BATCH_SIZES),
                             "cuts": cuts, "probes": len(shapes.PROBES)})
-        return HuntPlan(self.reference, list(self.candidates), list(self.candidates), sources, shards, options)
+        # the big batches go to each candidate through the library's own batch call (its ``?entry=batch``
+        # spec: an optional engine of the plan, used by the stress shards only)
+        batch_entry = {c: b for c in self.candidates if stress and (b := _batch_spec(c)) is not None and b != c}
+        options["batch_entry"] = batch_entry
+        return HuntPlan(self.reference, list(self.candidates), [*self.candidates, *batch_entry.values()], sources,
+                        shards, options, optional=sorted(batch_entry.values()))
 
-    def keep(self):
+    def keep(self):  # noqa: D102
         """Only the kept finding of each cluster (the first written in plan order), once."""
         from verify.rundir.plan import load_plan
         from verify.rundir.store import ShardStore
@@ -300,3 +305,14 @@ def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, 
     return run_fuzz(FuzzHunt(reference_spec, candidate_specs, job, max_examples=max_examples, budget_s=budget_s,
                              seed=seed, database_dir=database_dir, max_findings=max_findings, allowlist=allowlist,
                              tags=tags, stress=stress, stress_cuts=stress_cuts, long_max=long_max), job)
+
+
+def _batch_spec(spec: str) -> str | None:
+    """The spec driving ``spec``'s batch entry point, None when its library has none (or the
+    spec cannot be read without loading: a plugin, an engine not installed)."""
+    from verify.engines.vocab_loading import entry_spec
+
+    try:
+        return entry_spec(spec, "batch")
+    except Exception:  # an unknown or plugin spec: it fails (or not) when the engines start
+        return None

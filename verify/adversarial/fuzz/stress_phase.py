@@ -4,7 +4,8 @@ as stress shards of the fuzz hunt (``verify.adversarial.fuzz.hunt``), each with 
 ``ClusterBook`` and time cap: one shard for the big batches, one per chunking threshold, so a
 first hit at one cut never leaves another cut untried.
 
-  big batches  each batch of ``stress.BIG_BATCH_SIZES`` goes to every engine as ONE call
+  big batches  each batch of ``stress.BIG_BATCH_SIZES`` goes to every engine as ONE call -- to a
+               candidate through its library's own batch entry point (``SPEC?entry=batch``) --
                (``encode_all``) and is compared with ``compare_batch`` in slices (so the
                findings of 10^5 samples are never all held at once). A batch call that raised
                or killed the worker although every sample alone encodes (the executor's
@@ -84,6 +85,8 @@ class StressPhase:
     _pieces: dict[str, CachedTokenBytes] = field(default_factory=dict)
     _keys: dict[tuple, str] = field(default_factory=dict)  # (kind, char_offset, text) -> ordinary key
     _by_cut: dict[tuple, list | None] = field(default_factory=dict)  # threshold findings' minimised reproducers
+    # candidate spec -> the executor of its library's batch call (``SPEC?entry=batch``): big batches go there
+    batch_executors: dict[str, Any] = field(default_factory=dict)
 
     def _sides(self, executors) -> list[Side]:
         return [Side(ex.spec, self._pieces.setdefault(ex.spec, CachedTokenBytes(ex))) for ex in executors]
@@ -198,7 +201,8 @@ class StressPhase:
     # --- big batches ---------------------------------------------------------------------
     def _batch(self, active: list, size: int) -> None:
         t0 = time.monotonic()
-        executors = [self.reference, *active]
+        # through the library's own batch entry point where it has one: a bug there is what a big batch finds
+        executors = [self.reference, *(self.batch_executors.get(ex.spec, ex) for ex in active)]
         samples = stress.big_batch(size)
         watches = [CallWatch(ex) for ex in executors]
         outcomes = encode_all(executors, samples)
