@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator
 from verify import jsonl
 from verify.classify import Cluster, Clusters, TagRule, cause_key, load_tags, signature, signature_key
 from verify.executors.pool import EngineOptions, EnginePool
-from verify.findings import describe_divergence, read_findings
+from verify.findings import input_runs, describe_divergence, read_findings
 from verify.minimize import MinimiseResult, minimise
 from verify.outcome import Failure, differ
 from verify.sample import Sample
@@ -201,6 +201,9 @@ def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> 
     block: dict[str, Any] = {"input": [[s.text, s.allow_special] for s in sample.segments],
                              "token_index": None, "byte_offset": None, "char_offset": None,
                              "expected": None, "actual": None}
+    runs = input_runs(sample)
+    if runs is not None:  # what a person reads: 'a'×500, not 500 characters
+        block["input_runs"] = runs
     if kind == "ids":
         ref, out = _encode_pair(reference, executor, sample)
         if not differ(ref, out):
