@@ -1,7 +1,7 @@
 """The length sweep finds length faults without being told the numbers.
 
-Planted engines are the real reference (tiktoken on cl100k_base) with ONE length fault at a
-threshold drawn at random here: chunking at N characters, a tie rule for pieces longer
+Planted engines (``verify.engines.planted.length_faults``) are the real reference (tiktoken on
+cl100k_base) with ONE length fault at a threshold drawn at random here: chunking at N characters, a tie rule for pieces longer
 than N bytes, a rule for whitespace at an N-character cut, a token dropped where two
 chunks meet. ``verify length sweep`` must name exactly N + 1 as a first divergent length
 (N characters agree), and the minimised reproducer of its finding is a run of exactly
@@ -16,75 +16,22 @@ import pytest
 
 from conftest import run_cli
 
-PLANTED = r'''
-import os
-import regex
-from verify.engines import build_engine
-from verify.sample import Sample
-
-N = int(os.environ["LENGTH_FAULT_N"])
-REF = build_engine("tiktoken:cl100k_base")
-PATTERN = regex.compile(REF.encoding._pat_str)
-
-
-def encode(text):
-    return [int(i) for i in REF.encode_batch([Sample.plain("t", text)])[0]] if text else []
-
-
-class Chunked:
-    """Encodes N-character chunks separately (a chunk size that is not a safe boundary)."""
-    def encode_batch(self, texts):
-        return [sum((encode(t[i:i + N]) for i in range(0, len(t), N)), []) for t in texts]
-
-
-class TieRule:
-    """Pieces longer than N bytes are merged in two halves (a tie rule on long runs)."""
-    def encode_batch(self, texts):
-        out = []
-        for t in texts:
-            ids = []
-            for piece in PATTERN.findall(t):
-                data = piece.encode()
-                if len(data) > N:
-                    cut = len(data[:N].decode("utf-8", "ignore"))
-                    ids += encode(piece[:cut]) + encode(piece[cut:])
-                else:
-                    ids += encode(piece)
-            out.append(ids)
-        return out
-
-
-class WhitespaceCut:
-    """Past N characters, cuts at N when a whitespace-like character is at the cut."""
-    def encode_batch(self, texts):
-        return [encode(t[:N]) + encode(t[N:]) if len(t) > N and (t[N - 1].isspace() or t[N].isspace())
-                else encode(t) for t in texts]
-
-
-class DroppedToken:
-    """Chunks of N characters joined with the second chunk's first token dropped."""
-    def encode_batch(self, texts):
-        return [encode(t) if len(t) <= N else encode(t[:N]) + encode(t[N:])[1:] for t in texts]
-
-
-def chunked(): return Chunked()
-def tie_rule(): return TieRule()
-def whitespace_cut(): return WhitespaceCut()
-def dropped_token(): return DroppedToken()
-'''
 
 FAMILIES = ["run:U+0061", "run:U+0020", "run:U+0031", "run:U+0434", "block:U+0061+U+0020", "sep:a|U+0020|a"]
 
 
+PLANTED = "python:verify.engines.planted.length_faults"
+
+
 @pytest.fixture
-def engines(plugin_dir):
-    (plugin_dir / "length_faults.py").write_text(PLANTED)
+def engines():
+    return PLANTED
 
 
 def sweep(tmp_path, fault: str, n: int, families=FAMILIES, max_chars: int = 20_000):
     out = tmp_path / fault
     proc = run_cli("length", "sweep", "--reference", "tiktoken:cl100k_base", "--candidate",
-                   f"python:length_faults:{fault}", *[a for f in families for a in ("--family", f)],
+                   f"{PLANTED}:{fault}", *[a for f in families for a in ("--family", f)],
                    "--max-chars", str(max_chars), "--in-process", "--workers", "1", "--no-progress",
                    "--minimize-budget", "30", "--out", str(out), env={"LENGTH_FAULT_N": str(n)})
     assert proc.returncode == 1, proc.stderr
@@ -109,42 +56,24 @@ def minimised_runs(out, threshold: int) -> list:
     return forms
 
 
-def observable(plugin_dir, fault: str, n: int) -> list[str]:
+def observable(fault: str, n: int) -> list[str]:
     """The families of the test whose text of n + 1 characters the fault changes (brute force,
     in this process): a chunk size every family's token period divides is invisible to them,
     and recall is undefined there -- such an n is drawn again."""
-    import importlib
-    import os
-    import sys
-
     from verify.adversarial.length.families import families_for
-    from verify.engines import build_engine
-    from verify.sample import Sample
+    from verify.engines.planted.length_faults import FAULTS, encode
 
-    os.environ["LENGTH_FAULT_N"] = str(n)
-    sys.path.insert(0, str(plugin_dir))
-    try:
-        module = importlib.reload(importlib.import_module("length_faults"))
-    finally:
-        sys.path.remove(str(plugin_dir))
-    planted = getattr(module, fault)()
-    reference = build_engine("tiktoken:cl100k_base")
-    seen = []
-    for family in families_for("tiktoken:cl100k_base"):
-        if family.name in FAMILIES:
-            text = family.text(n + 1)
-            expected = [int(i) for i in reference.encode_batch([Sample.plain("t", text)])[0]]
-            if [int(i) for i in planted.encode_batch([text])[0]] != expected:
-                seen.append(family.name)
-    return seen
+    planted = FAULTS[fault](n)
+    return [f.name for f in families_for("tiktoken:cl100k_base") if f.name in FAMILIES
+            and planted.encode_batch([f.text(n + 1)])[0] != encode(f.text(n + 1))]
 
 
 @pytest.mark.parametrize("fault", ["chunked", "tie_rule", "whitespace_cut", "dropped_token"])
-def test_a_planted_length_fault_is_found_at_its_random_threshold(tmp_path, engines, plugin_dir, fault):
+def test_a_planted_length_fault_is_found_at_its_random_threshold(tmp_path, engines, fault):
     rng = random.Random()
     while True:  # drawn here, the sweep is told nothing; redrawn while no family of the test can show it
         n = rng.randrange(300, 6000)
-        showing = observable(plugin_dir, fault, n)
+        showing = observable(fault, n)
         if showing:
             break
     out, doc = sweep(tmp_path, fault, n)
@@ -171,4 +100,7 @@ def test_an_engine_without_length_faults_agrees_at_every_length(tmp_path, engine
                    "--workers", "1", "--no-progress", "--out", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (doc,) = json.loads((out / "length.json").read_text())["candidates"].values()
-    assert doc["thresholds"] == [] and all(f["agrees_up_to"] == 50000 for f in doc["families"].values())
+    from verify.adversarial.length.search import lengths
+
+    longest = lengths(50000)[-1]  # the largest prime up to --max-chars
+    assert doc["thresholds"] == [] and all(f["agrees_up_to"] == longest for f in doc["families"].values())

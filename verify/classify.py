@@ -13,7 +13,8 @@ at the edges), and flags: ``special`` (a special-token look-alike within
 ``NEAR`` characters), ``long-run`` (a run of one class of at least ``LONG_RUN``
 characters through the offset), ``long-input`` (more than ``LONG_INPUT``
 characters: suspect chunking), ``nfc`` (the text around the offset changes under
-NFC). An ``error``/``crash``/``timeout`` signature is the kind, the error type
+NFC), ``cut-probe`` (a length sweep's character placed at a threshold, clustered apart
+from the plain run). An ``error``/``crash``/``timeout`` signature is the kind, the error type
 (and the signal that killed a worker), plus the ``long-input``/``special`` flags
 over the whole input.
 """
@@ -36,7 +37,7 @@ NEAR = 32  # characters either side of the offset searched for special-token loo
 NFC_WINDOW = 4  # characters either side of the offset checked for normalisation sensitivity
 LONG_RUN = 1000
 LONG_INPUT = 100_000
-FLAG_ORDER = ("special", "long-run", "long-input", "nfc")
+FLAG_ORDER = ("special", "long-run", "long-input", "nfc", "cut-probe")
 
 SPECIAL_LOOKALIKE = re.compile(r"<\|[^|\s]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>|<unk>|<pad>|<mask>"
                                r"|\[(?:CLS|SEP|PAD|MASK|UNK)\]")
@@ -156,6 +157,8 @@ def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
     window = text[max(0, off - NFC_WINDOW):off + NFC_WINDOW]
     if unicodedata.normalize("NFC", window) != window:
         flags.append("nfc")
+    if (record.get("length") or {}).get("phase") == "cut-probe":
+        flags.append("cut-probe")  # a character placed at a length threshold: apart from the plain run there
     sig["flags"] = flags
     return sig
 
