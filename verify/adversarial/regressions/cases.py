@@ -46,7 +46,7 @@ __all__ = ["SCHEMA", "STATUSES", "RegressionCase", "ReplayResult", "ids_match", 
 SCHEMA = "verify.regression/1"
 STATUSES = ("still-diverges", "fixed", "error", "engine-unavailable", "reference-changed")
 RECORDED_STATUSES = ("open", "fixed")
-GENERATOR_KINDS = ("repeat",)
+GENERATOR_KINDS = ("repeat", "runs")
 MAX_GENERATED_CHARS = 50_000_000
 REQUIRED = ("id", "engine", "reference", "expected")
 
@@ -134,14 +134,25 @@ def expand_input(path: Path, doc: dict[str, Any]) -> list[tuple[str, bool]]:
     gen = doc["input_generator"]
     if not isinstance(gen, dict) or gen.get("kind") not in GENERATOR_KINDS:
         raise _fail(path, f"'input_generator.kind' must be one of {', '.join(GENERATOR_KINDS)}")
+    allow = gen.get("allow_special", False)
+    if not isinstance(allow, bool):
+        raise _fail(path, "'input_generator.allow_special' must be true or false")
+    if gen["kind"] == "runs":  # [[unit, count], ...] as verify.runs writes them: '1'x24997 + '\x1c' + '1'x3
+        runs = gen.get("runs")
+        if not isinstance(runs, list) or not runs or not all(
+                isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and r[0] and isinstance(r[1], int)
+                and not isinstance(r[1], bool) and r[1] >= 1 for r in runs):
+            raise _fail(path, "'input_generator' runs needs 'runs': [[unit (non-empty string), count (int >= 1)], ...]")
+        if sum(len(u) * c for u, c in runs) > MAX_GENERATED_CHARS:
+            raise _fail(path, f"'input_generator' expands to more than {MAX_GENERATED_CHARS} characters")
+        from verify.runs import from_runs
+
+        return [(from_runs(runs), allow)]
     text, count = gen.get("text"), gen.get("count")
     if not isinstance(text, str) or not text or not isinstance(count, int) or isinstance(count, bool) or count < 1:
         raise _fail(path, "'input_generator' repeat needs 'text' (non-empty string) and 'count' (int >= 1)")
     if len(text) * count > MAX_GENERATED_CHARS:
         raise _fail(path, f"'input_generator' expands to more than {MAX_GENERATED_CHARS} characters")
-    allow = gen.get("allow_special", False)
-    if not isinstance(allow, bool):
-        raise _fail(path, "'input_generator.allow_special' must be true or false")
     return [(text * count, allow)]
 
 

@@ -19,6 +19,7 @@ from verify.errors import UsageError
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample
 from verify import atomic
+from verify.runs import compact
 
 SCHEMA = "verify.regression/1"
 
@@ -41,9 +42,13 @@ def record_case(case_id: str, title: str, engine, reference, sample: Sample, not
         "schema": SCHEMA, "id": case_id, "title": title, "engine": engine.spec, "reference": reference.spec,
         "engine_version": _version(e_ident), "reference_version": _version(r_ident),
         "vocab": r_ident.vocab, "vocab_sha256": r_ident.vocab_sha256,
-        "input": [[s.text, s.allow_special] for s in sample.segments],
         "expected": ids_record(expected),
     }
+    runs = compact(sample.text) if len(sample.segments) == 1 else None
+    if runs is not None:  # a long repetition: kept as its runs ('1'x24997 + '\x1c' + '1'x3), rebuilt exactly
+        doc["input_generator"] = {"kind": "runs", "runs": runs, "allow_special": sample.segments[0].allow_special}
+    else:
+        doc["input"] = [[s.text, s.allow_special] for s in sample.segments]
     if isinstance(actual, Failure):
         doc["actual"] = None
         doc["error"] = {"type": actual.type, "message": actual.message[:500]}
