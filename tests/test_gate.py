@@ -307,3 +307,28 @@ def test_the_cli_exit_code_and_the_example_suite_parses(tmp_path):
     bad.write_text("[gate]\nname = 'x'\n")
     proc = run_cli("gate", str(bad), "--out", str(tmp_path / "out"))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "needs 'reference'" in proc.stderr
+
+
+def test_two_nights_with_a_baseline_the_second_comment_lists_the_unchanged_failing_cluster(gate):
+    gate("ß", [], "night-a")
+    code, doc = gate("ß", [], "night-b", "--baseline", str(gate.dir / "night-a"))
+    key = only_key(doc)
+    assert code == 1 and by_status(doc) == {"unchanged": [key]}  # still failing: the baseline had it too
+    text = (gate.dir / "night-b" / "ci-summary.md").read_text(encoding="utf-8")
+    assert text.startswith("### verify gate `planted`: **FAIL**")
+    assert "#### Failing clusters (1: 1 unchanged)" in text
+    assert f"1. **unchanged** **1×** `python:gate_plugin:planted` `{key}` — `ß`" in text
+    assert "- **Unchanged (still failing)** (1):" in text and f"  - `python:gate_plugin:planted` `{key}`" in text
+    assert "**Checks**: 2 — 1 failed: `slice`; 1 skipped: `recheck` (`no regression case" in text
+
+
+def test_a_check_that_checks_nothing_fails_and_says_so(tmp_path):
+    from verify.gate.check_run import CheckRun, tally
+    from verify.gate.verdict import check_status
+
+    (tmp_path / "manifest.json").write_text(json.dumps({"complete": True, "seconds": 1.0, "counts": {"samples": 0}}))
+    run = CheckRun("empty", "corpus", "d")
+    tally(run, [tmp_path], allow_skipped=False)
+    assert run.problems == ["ran nothing: 0 samples checked (a budget, a limit or a corpus left it empty), "
+                            "so it cannot pass"]
+    assert check_status(run, set()) == "fail"  # never a silent pass

@@ -168,21 +168,34 @@ def test_a_run_writes_the_html_report_and_the_ci_summary(hostile_out):
     assert summary.startswith("### verify: **FAIL**") and "report.html" in summary
 
 
+def gate_copy(hostile_out: Path, tmp_path: Path) -> Path:
+    """The hostile run folder with the hostile gate.json beside it (a folder with gate.json is a gate's)."""
+    out = tmp_path / "gate-out"
+    shutil.copytree(hostile_out, out)
+    (out / "gate.json").write_text(json.dumps(GATE, ensure_ascii=False), encoding="utf-8")
+    (out / "checks" / "corpus").mkdir(parents=True, exist_ok=True)
+    (out / "checks" / "corpus" / "report.html").write_text("<!DOCTYPE html><title>check</title>")
+    return out
+
+
 def test_verify_report_rerenders_and_refuses_a_folder_that_is_no_output(hostile_out, tmp_path):
     proc = run_cli("report", str(tmp_path))
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "manifest.json" in proc.stderr
-    (hostile_out / "gate.json").write_text(json.dumps(GATE, ensure_ascii=False), encoding="utf-8")
-    proc = run_cli("report", str(hostile_out), "--html")
+    out = gate_copy(hostile_out, tmp_path)
+    proc = run_cli("report", str(out), "--html")
     assert proc.returncode == 0, proc.stderr
-    assert "id=\"gate\"" in (hostile_out / "report.html").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="gate"' in html and "<title>verify gate nightly &lt;b&gt;suite&lt;/b&gt;: FAIL</title>" in html
 
 
 def test_a_gate_folder_without_a_run_manifest_renders_its_gate(tmp_path):
     (tmp_path / "gate.json").write_text(json.dumps({"schema": "verify.gate/1", "verdict": "pass"}), encoding="utf-8")
     proc = run_cli("report", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    assert 'id="gate"' in (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert (tmp_path / "ci-summary.md").read_text(encoding="utf-8").startswith("### verify: **PASS** · gate **PASS**")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert 'id="gate"' in html and "still running" not in html and "all samples" not in html
+    summary = (tmp_path / "ci-summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("### verify gate `—`: **PASS**") and "summary.md" not in summary
 
 
 def test_escapes_show_every_invisible_character_and_paste_back_as_python():
@@ -197,22 +210,17 @@ def test_escapes_show_every_invisible_character_and_paste_back_as_python():
     assert ast.literal_eval('"' + shown + '"') == tricky
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary here (CI installs it: apt-get install chromium)")
-def test_hostile_text_injects_nothing_into_the_page_in_headless_chromium(hostile_out):
-    from verify.reports.html import write_html
-
-    (hostile_out / "gate.json").write_text(json.dumps(GATE, ensure_ascii=False), encoding="utf-8")
-    (hostile_out / "checks" / "corpus").mkdir(parents=True, exist_ok=True)
-    (hostile_out / "checks" / "corpus" / "report.html").write_text("<!DOCTYPE html><title>check</title>")
-    write_html(hostile_out)
-    url = (hostile_out / "report.html").resolve().as_uri()
-    work = hostile_out.parent
-    shot = work / "report.png"
-    dumped = chromium("--dump-dom", f"--screenshot={shot}", url, cwd=work)
+def open_in_chromium(page: Path, shot: Path | None = None) -> tuple[str, DomReader]:
+    """The page as headless Chromium built it (``--dump-dom``), checked: it loaded, its own
+    CSP refused nothing, no script ran, every element and attribute is one the templates write,
+    no event handler or javascript: URL, every href an https URL or a file that exists beside
+    the page; optionally a screenshot, which must not be blank."""
+    work = page.parent.parent
+    args = ["--dump-dom", *([f"--screenshot={shot}"] if shot else []), page.resolve().as_uri()]
+    dumped = chromium(*args, cwd=work)
     assert dumped.returncode == 0 and "</html>" in dumped.stdout, dumped.stderr[-2000:]
     assert "Content Security Policy" not in dumped.stderr  # the page's own style is what its CSP allows
     assert "CONSOLE" not in dumped.stderr  # no script ran, nothing was refused
-
     dom = DomReader()
     dom.feed(dumped.stdout)
     tags, attrs = template_vocabulary()
@@ -225,26 +233,46 @@ def test_hostile_text_injects_nothing_into_the_page_in_headless_chromium(hostile
     for tag, pairs in dom.elements:
         for name, value in pairs:
             assert "javascript:" not in re.sub(r"[\s\x00-\x1f]", "", (value or "").lower()), (tag, name, value)
-            if name == "href":
-                assert value.startswith("https://") or value in {"manifest.json", "divergences.jsonl", "clusters.json",
-                                                                 "summary.md", "checks/corpus/report.html"}, value
+            if name == "href" and not value.startswith("https://"):
+                target = value.split("#", 1)[0]
+                assert not target or (page.parent / target).resolve().is_file(), f"{page}: {value} does not exist"
+                if value.startswith("#"):  # an anchor of the page itself
+                    assert any(a == "id" and v == value[1:] for _, p in dom.elements for a, v in p), value
+    assert not any(c in dumped.stdout for c in BIDI)
+    if shot is not None:
+        assert shot.is_file(), dumped.stderr[-2000:]
+        colours, not_background = png_colours(shot)
+        assert colours > 2 and not_background > 0.01
+    return dumped.stdout, dom
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary here (CI installs it: apt-get install chromium)")
+def test_hostile_text_injects_nothing_into_the_page_in_headless_chromium(hostile_out, tmp_path):
+    from verify.reports.html import write_html
+
+    _, dom = open_in_chromium(hostile_out / "report.html", tmp_path / "run.png")
     text = "".join(dom.text)
     for hostile in HOSTILE:  # every hostile sample id is on the page, as text
         assert hostile in text
-    assert not any(c in dumped.stdout for c in BIDI)
     assert "rlo\\u202eid" in text and all(f"\\u{ord(c):04x}" in text for c in "\u202e\u2066\u2069")
-    assert "nightly <b>suite</b>" in text and "corpus <script>x</script>" in text  # the gate section, as text
-    assert "javascript:alert(1)" in text and "javascript:alert(2)" in text  # no http(s) URL: text, never an href
     hrefs = {v for _, pairs in dom.elements for a, v in pairs if a == "href"}
-    assert {"https://example.org/issue/1", "checks/corpus/report.html"} <= hrefs
+    assert {"manifest.json", "divergences.jsonl", "clusters.json", "summary.md"} <= hrefs
 
-    assert shot.is_file(), dumped.stderr[-2000:]
-    colours, not_background = png_colours(shot)
-    assert colours > 2 and not_background > 0.01
+    out = gate_copy(hostile_out, tmp_path)
+    write_html(out)
+    _, dom = open_in_chromium(out / "report.html", tmp_path / "gate.png")
+    text = "".join(dom.text)
+    assert "nightly <b>suite</b>" in text and "corpus <script>x</script>" in text  # the gate page, as text
+    assert "javascript:alert(1)" in text and "javascript:alert(2)" in text  # no http(s) URL: text, never an href
+    assert "\\u202eevil note" in text and "<img src=x onerror=alert(1)>\\u2066" in text
+    hrefs = {v for _, pairs in dom.elements for a, v in pairs if a == "href"}
+    assert {"https://example.org/issue/1", "checks/corpus/report.html", "gate.json"} <= hrefs
+    assert "manifest.json" not in hrefs  # a gate folder's own files only
 
 
 def test_the_ci_summary_fits_a_comment_with_500_clusters(hostile_out, tmp_path):
-    from verify.reports.ci_markdown import MAX_CHARS, MAX_LINES, write_ci_summary
+    from verify.reports.ci_gate import FAILING_LISTED
+    from verify.reports.ci_markdown import GITHUB_COMMENT_LIMIT, MAX_CHARS, MAX_LINES, write_ci_summary
 
     out = tmp_path / "out"
     shutil.copytree(hostile_out, out)
@@ -264,10 +292,16 @@ def test_the_ci_summary_fits_a_comment_with_500_clusters(hostile_out, tmp_path):
 
     text = write_ci_summary(out).read_text(encoding="utf-8")
     lines = text.splitlines()
-    assert len(lines) < MAX_LINES and len(text) < MAX_CHARS, (len(lines), len(text))
-    assert lines[0] == "### verify: **FAIL** · gate **FAIL**"
-    assert "report.html" in lines[-1]
-    assert "**1,000×**" in text  # the largest cluster is listed first
+    assert len(lines) < MAX_LINES and len(text) < MAX_CHARS < GITHUB_COMMENT_LIMIT, (len(lines), len(text))
+    assert lines[0].startswith("### verify gate ") and lines[0].endswith(": **FAIL**")
+    assert "report.html" in lines[-1] and "gate.json" in lines[-1]
+    failing = [line for line in lines if re.match(r"\d+\. \*\*new\*\* ", line)]
+    assert failing[0].startswith("1. **new** **499×**")  # the largest failing cluster first
+    assert len(failing) == FAILING_LISTED and f"… and {500 - FAILING_LISTED:,} more failing clusters" in text
+    assert "  - … and 485 more" in text  # each status section cut with its count too (500 new, 15 listed)
     assert not any(c in text for c in BIDI) and "\\u202e" in text
     outside_code = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text)
     assert "<" not in outside_code and "alert" not in outside_code
+    markdown_it = pytest.importorskip("markdown_it")
+    rendered = markdown_it.MarkdownIt("commonmark", {"html": True}).render(text)
+    assert "<script" not in rendered and "<b>" not in rendered and "\u202e" not in rendered

@@ -8,6 +8,9 @@ Every sample ends in exactly one state, counted once:
             the reference failed so there was nothing to compare with; never verified
 A record the corpus could not turn into a sample (null text, broken JSON or UTF-8)
 is not a sample: it is counted in ``bad_records`` and reported as a finding.
+Why an engine skipped is tallied beside the state (``skip_reason``: per engine, reason
+-> samples), so every report can say why and what to do; skips counted without a reason
+show as not recorded (``verify.reports.skips``).
 Counts of shards merge by addition (``add``), so any split of a corpus over
 workers, machines or resumed sessions adds up to the same totals.
 """
@@ -38,12 +41,18 @@ class Counts:
     bad_records: int = 0
     states: dict[str, int] = field(default_factory=lambda: dict.fromkeys(STATES, 0))
     per_engine: dict[str, dict[str, int]] = field(default_factory=dict)
+    skipped_reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # per engine: reason -> samples
 
     def engine(self, spec: str) -> dict[str, int]:
         tally = self.per_engine.get(spec)
         if tally is None:
             tally = self.per_engine[spec] = dict.fromkeys(STATES, 0)
         return tally
+
+    def skip_reason(self, spec: str, reason: str, n: int = 1) -> None:
+        """Why ``spec`` skipped ``n`` samples; called beside counting them in its ``skipped`` state."""
+        reasons = self.skipped_reasons.setdefault(spec, {})
+        reasons[reason] = reasons.get(reason, 0) + n
 
     def add(self, other: "Counts") -> "Counts":
         for name in _SCALARS:
@@ -54,6 +63,9 @@ class Counts:
             mine = self.engine(spec)
             for state, n in tally.items():
                 mine[state] += n
+        for spec, reasons in other.skipped_reasons.items():
+            for reason, n in reasons.items():
+                self.skip_reason(spec, reason, n)
         return self
 
     @property
@@ -65,8 +77,11 @@ class Counts:
         return sum(self.states[s] for s in ("diverged", "error", "crash", "timeout"))
 
     def as_dict(self) -> dict[str, Any]:
-        return {**{name: getattr(self, name) for name in _SCALARS}, **self.states,
-                "per_engine": {spec: dict(t) for spec, t in self.per_engine.items()}}
+        doc = {**{name: getattr(self, name) for name in _SCALARS}, **self.states,
+               "per_engine": {spec: dict(t) for spec, t in self.per_engine.items()}}
+        if self.skipped_reasons:  # only when there is one: documents without skips keep their shape
+            doc["skipped_reasons"] = {spec: dict(r) for spec, r in self.skipped_reasons.items()}
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> "Counts":
@@ -74,4 +89,7 @@ class Counts:
         counts.states = {s: int(doc.get(s, 0)) for s in STATES}
         counts.per_engine = {spec: {s: int(t.get(s, 0)) for s in STATES}
                              for spec, t in (doc.get("per_engine") or {}).items()}
+        counts.skipped_reasons = {str(spec): {str(reason): int(n) for reason, n in reasons.items()}
+                                  for spec, reasons in (doc.get("skipped_reasons") or {}).items()
+                                  if isinstance(reasons, dict)}
         return counts

@@ -5,8 +5,11 @@
                   with ``error_class`` config or harness), counts and throughput from the
                   manifests, the clusters found, and ``problems``: failures that are no
                   cluster (skipped samples, an incomplete run, unverified samples that no
-                  cluster explains). Whether it passes is decided with the allowlist
-                  (``verify.gate.verdict``). Saved as OUT/checks/NAME/gate-check.json.
+                  cluster explains, a check that ran nothing), ``skips`` (per engine and
+                  reason, with the remedy: ``verify.reports.skips``) and ``empty`` (the parts
+                  of the check its budget left empty, from the hunt's own notes). Whether it
+                  passes is decided with the allowlist (``verify.gate.verdict``). Saved as
+                  OUT/checks/NAME/gate-check.json.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class CheckRun:
     seconds: float = 0.0
     error_class: str | None = None  # config | harness
     detail: str | None = None  # a harness bug's whole message (a worker's traceback)
+    skips: list[dict[str, Any]] = field(default_factory=list)  # {engine, reason, count, remedy} per engine and reason
+    empty: list[str] = field(default_factory=list)  # parts of the check that ran nothing, as the hunt noted them
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": RESULT_SCHEMA, **asdict(self)}
@@ -67,9 +72,21 @@ def manifest_of(out: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+def _hunt_notes(manifest: dict[str, Any]) -> list[str]:
+    """The notes a hunt wrote into its own manifest section (``check.notes``: a stress phase
+    its budget left empty): each says that part of the check ran nothing."""
+    notes = []
+    for name, section in manifest.items():
+        if name != "engine_notes" and isinstance(section, dict) and isinstance(section.get("notes"), list):
+            notes += [str(n) for n in section["notes"] if isinstance(n, str) and n]
+    return notes
+
+
 def tally(run: CheckRun, outs: list[Path], allow_skipped: bool) -> None:
-    """Counts, throughput and the failures that are no cluster, from the manifests in ``outs``."""
-    total, seconds = Counts(), 0.0
+    """Counts, throughput, skips and the failures that are no cluster, from the manifests in ``outs``."""
+    from verify.reports.skips import describe, replays_traces, skip_rows
+
+    total, seconds, traces = Counts(), 0.0, False
     for out in outs:
         manifest = manifest_of(out)
         if not manifest:
@@ -77,24 +94,38 @@ def tally(run: CheckRun, outs: list[Path], allow_skipped: bool) -> None:
             continue
         total.add(Counts.from_dict(manifest.get("counts") or {}))
         seconds += float(manifest.get("seconds") or 0.0)
+        traces = traces or replays_traces(manifest)
+        for note in _hunt_notes(manifest):
+            note = f"{out.name}: {note}" if len(outs) > 1 else note  # which candidate's run, when there are several
+            if note not in run.empty:
+                run.empty.append(note)
+                run.notes.append(f"ran nothing: {note}")
         if not manifest.get("complete", False):
             run.problems.append(f"incomplete: {manifest.get('aborted') or 'shards failed or were not run'} "
                                 f"(see {out.name}/manifest.json; verify gate --resume retries)")
     counts = total.as_dict()
-    per_engine = counts.pop("per_engine")
+    counts.pop("per_engine")
+    counts.pop("skipped_reasons", None)
     run.counts = counts
     run.throughput = {"samples_per_s": round(total.samples / seconds, 3) if seconds else None,
                       "mb_per_s": round(total.bytes / 1e6 / seconds, 6) if seconds else None,
                       "seconds": round(seconds, 3)}
-    skipped = {spec: t["skipped"] for spec, t in per_engine.items() if t.get("skipped")}
-    if skipped:
-        text = "; ".join(f"{spec}: {n} samples skipped" for spec, n in skipped.items()) + \
-            " (the engine cannot take them, e.g. special-token segments without special-token support)"
+    rows = skip_rows(total.as_dict(), traces=traces)
+    run.skips = [row.as_dict() for row in rows]
+    if rows:
+        unit = "turns" if traces else "samples"
+        text = "; ".join(describe(row, unit) for row in rows)
         (run.notes if allow_skipped else run.problems).append(text + (" -- allowed by allow_skipped" if allow_skipped
                                                                       else " -- allow_skipped = true accepts this"))
     unverified = sum(counts[s] for s in STATES if s not in ("verified", "skipped")) + counts["bad_records"]
     if unverified and not run.clusters:
         run.problems.append(f"{unverified} samples not verified and no cluster explains them")
+    if total.samples and total.states["skipped"] == total.samples and allow_skipped:
+        run.empty.append(f"every one of its {total.samples} samples was skipped: nothing was compared")
+    if run.state == "ran" and outs and not total.samples and not total.bad_records and not run.clusters \
+            and not run.problems:
+        run.problems.append("ran nothing: 0 samples checked (a budget, a limit or a corpus left it empty), "
+                            "so it cannot pass")
 
 
 def one_line(text: str, limit: int = 400) -> str:

@@ -9,7 +9,9 @@
 
 A cluster here is a dict with the names gate.json uses (``key``, ``engine``,
 ``reference``, ``size``, ``reproducer``, ``first_difference``) plus ``kind``,
-``minimized``, ``tags``, ``cause``, ``sample_id``, ``checks`` and ``source``; its
+``minimized``, ``tags``, ``cause``, ``sample_id``, ``checks``, ``source`` and, for a
+session finding, ``session`` (the minimised ``prefix`` and ``append``, or the session id,
+turn and append of the first finding); its
 status (new, allowlisted, ...) is decided later (``verify.gate.verdict``).
 
 ``reproducer`` is the input as segments ``[[text, allow_special], ...]``: the minimised
@@ -34,6 +36,7 @@ from typing import Any
 
 MAX_INLINE_CHARS = 65536
 LOCATED = ("token_index", "byte_offset", "char_offset", "expected", "actual")
+SESSION_FIELDS = ("id", "turn", "turns", "prefix_chars", "append", "update")
 
 
 def _located(block: dict[str, Any]) -> dict[str, Any] | None:
@@ -85,11 +88,15 @@ def triaged_clusters(out: Path, label: str, rel: str, engine=None, budget_s: flo
         block = c.get("example_minimized")
         if block:
             item.update(reproducer=block["input"], minimized=True, first_difference=_located(block))
+            if isinstance(block.get("session"), dict):  # the (prefix, append) a stateful engine gets wrong
+                item["session"] = block["session"]
         else:
             record = firsts.get((c["engine"], c["reference"], c["key"]))
             if record is not None:
                 item["sample_id"] = record.get("sample_id")
                 item["first_difference"] = _located(record)
+                if isinstance(record.get("session"), dict):  # which session and turn, what it appended
+                    item["session"] = {k: record["session"].get(k) for k in SESSION_FIELDS if k in record["session"]}
                 sample = load_record_input(record, out)
                 if sample is not None and len(sample.text) <= MAX_INLINE_CHARS:
                     item["reproducer"] = [[s.text, s.allow_special] for s in sample.segments]

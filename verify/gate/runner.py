@@ -133,6 +133,10 @@ def run_gate(suite_path: Path, out: Path, baseline: Path | None = None, resume: 
     for check in doc["checks"]:
         print(_line(check, doc["clusters"]))
     why = f" ({'; '.join(doc['reasons'])})" if doc["reasons"] else ""
+    skipped = [c["name"] for c in doc["checks"] if c["status"] == "skipped"]
+    empty = [c["name"] for c in doc["checks"] if c.get("empty")]
+    why += f"; skipped: {', '.join(skipped)}" if skipped else ""
+    why += f"; parts that ran nothing: {', '.join(empty)}" if empty else ""
     print(f"gate {suite.name}: {doc['verdict'].upper()}{why} -> {out / GATE_FILE}, {out / JUNIT_FILE}", flush=True)
     reports = _write_optional_reports(out)  # after the verdict is out: a broken writer cannot hide it
     if reports:

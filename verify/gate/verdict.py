@@ -12,8 +12,13 @@ Rules (ci/README.md):
   * a row that matched no cluster tonight is ``stale`` (fixed, or no check met it): reported,
     not failing;
   * a check fails on a failing cluster or on a problem that is no cluster (skipped samples,
-    an incomplete run); an ``error`` check fails the gate; a ``skipped`` one only with
-    ``fail_on_skip = true`` in the suite.
+    an incomplete run, nothing checked at all); an ``error`` check fails the gate; a
+    ``skipped`` one only with ``fail_on_skip = true`` in the suite. Each check carries its
+    ``skips`` (engine, reason, count, remedy) and ``empty`` (parts that ran nothing).
+
+With a baseline, ``baseline`` lists the clusters ``new``, ``unchanged``, ``fixed`` (a check
+that found one ran tonight and did not) and ``not_rechecked``, the last two with the
+baseline's reproducer, and every check's throughput before and after.
 
 Clusters are identified by (engine, reference, key); the same cluster found by two
 checks is one cluster whose ``checks`` lists both and whose ``size`` adds their findings.
@@ -30,6 +35,9 @@ from verify.gate.checks import CheckRun
 
 GATE_SCHEMA = "verify.gate/1"
 FAILING_CLUSTER = ("new", "unchanged", "expired")
+# what a fixed (or not rechecked) cluster keeps of the baseline's row: the reports show its reproducer
+BASELINE_CLUSTER_FIELDS = ("status", "size", "kind", "checks", "reproducer", "minimized", "first_difference",
+                           "session")
 
 
 def identity(cluster: dict[str, Any]) -> tuple[str, str, str]:
@@ -48,7 +56,8 @@ def _merge(runs: list[CheckRun]) -> dict[tuple, dict[str, Any]]:
             m["size"] += c.get("size", 0)
             m["checks"] += [name for name in c.get("checks") or [run.name] if name not in m["checks"]]
             if m.get("reproducer") is None or (c.get("minimized") and not m.get("minimized")):
-                for k in ("reproducer", "minimized", "first_difference", "sample_id", "input_file", "source"):
+                for k in ("reproducer", "minimized", "first_difference", "sample_id", "input_file", "source",
+                          "session"):
                     if c.get(k) is not None:
                         m[k] = c[k]
     return merged
@@ -81,6 +90,11 @@ def _baseline_section(previous: dict[str, Any], clusters: list[dict[str, Any]], 
                       ) -> dict[str, Any]:
     ident = lambda c: {"key": c["key"], "engine": c.get("engine"), "reference": c.get("reference")}  # noqa: E731
     now = {identity(c): c for c in clusters}
+
+    def gone(c: dict[str, Any]) -> dict[str, Any]:
+        """A cluster of the baseline not seen tonight, with what the reports show of it."""
+        return {**ident(c), **{k: c[k] for k in BASELINE_CLUSTER_FIELDS if c.get(k) is not None}}
+
     before = {identity(c): c for c in previous.get("clusters") or [] if isinstance(c, dict) and "key" in c}
     checked = {r.name for r in runs if r.state == "ran"}
     fixed, not_rechecked = [], []
@@ -88,7 +102,7 @@ def _baseline_section(previous: dict[str, Any], clusters: list[dict[str, Any]], 
         if key in now:
             continue
         # fixed only when a check that found it ran tonight; else nobody looked
-        (fixed if set(c.get("checks") or []) & checked else not_rechecked).append(ident(c))
+        (fixed if set(c.get("checks") or []) & checked else not_rechecked).append(gone(c))
     throughput = {}
     previous_checks = {c.get("name"): c for c in previous.get("checks") or [] if isinstance(c, dict)}
     for run in runs:
@@ -154,7 +168,8 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
                        "out": f"checks/{run.name}", "counts": run.counts, "seconds": run.seconds,
                        "note": "; ".join(run.problems + run.notes) or None, "problems": run.problems,
                        "throughput": run.throughput, "error_class": run.error_class,
-                       "clusters": sorted({c["key"] for c in run.clusters})})
+                       "clusters": sorted({c["key"] for c in run.clusters}),
+                       "skips": list(run.skips), "empty": list(run.empty)})
     reasons = []
     bad_checks = [c["name"] for c in checks if c["status"] in ("fail", "error")]
     if bad_checks:

@@ -1,13 +1,19 @@
-"""OUT/ci-summary.md: the run (and the gate, when OUT holds gate.json) in a few lines
-for a pull-request or CI comment.
+"""OUT/ci-summary.md: the PR (or CI) comment of a run or of a gate.
 
     write_ci_summary(out_dir) -> Path
     render_ci_summary(data) -> str
 
-Bounded whatever the number of findings: at most ``MAX_LINES`` lines and
-``MAX_CHARS`` characters (the verdict line, counts, the largest clusters with a
-one-line escaped reproducer, what failed in the gate, where the full report is).
-Everything that comes from a corpus or a config is shown through
+A gate folder (``gate.json``) gets the gate's comment (``verify.reports.ci_gate``): its
+verdict and suite, every check's counts and status (the skipped ones named, with why),
+the clusters that fail the gate whatever their baseline status, then new / fixed /
+unchanged / allowlisted / expired, skipped samples with what to do, the parts of checks
+that ran nothing, and the baseline's deltas. A run folder gets the run's: the verdict,
+counts, skipped samples with why, the largest clusters with a one-line escaped reproducer.
+
+Bounded whatever the number of findings or clusters: every list is cut with a count of
+what was left out, and the whole stays under ``MAX_LINES`` lines and ``MAX_CHARS``
+characters (GitHub refuses a comment over 65,536 characters). The footer names only files
+that exist beside it. Everything that comes from a corpus or a config is shown through
 ``verify.reports.visible`` inside a code span, so no Markdown or HTML in it renders.
 """
 
@@ -17,15 +23,19 @@ from pathlib import Path
 
 from verify.counts import STATES
 from verify.reports.report_data import CLUSTER_CONTEXT_CHARS, ReportData, load_report
-from verify.reports.md import md_code
+from verify.reports.md import md_code, md_text
+from verify.reports.ci_gate import difference_text, gate_sections
+from verify.reports.skips import manifest_skip_rows, sample_unit
 
 SUMMARY_FILE = "ci-summary.md"
-MAX_LINES = 60
-MAX_CHARS = 6000
+GITHUB_COMMENT_LIMIT = 65_536  # the most characters GitHub takes in one comment
+MAX_LINES = 400
+MAX_CHARS = 60_000  # under the limit with room for a workflow's own header
 TOP_CLUSTERS = 10
 MAX_ENGINES = 6
-GATE_LISTED = 5
 REPRO_CHARS = 60
+RUN_FILES = ("report.html", "summary.md", "divergences.jsonl", "clusters.json", "manifest.json")
+GATE_FILES = ("report.html", "gate.json", "junit.xml")
 
 
 def _counts_table(data: ReportData) -> list[str]:
@@ -44,18 +54,6 @@ def _counts_table(data: ReportData) -> list[str]:
     return rows
 
 
-def _difference(d: dict | None) -> str:
-    if not d:
-        return ""
-    if d.get("error"):
-        return f" — {md_code(d['error'], 60)}"
-    if d.get("text"):
-        return f" — {md_code(d['text'], 60)}"
-    exp, act = d["expected"], d["actual"]
-    return (f" — token {d['token_index']}: {md_code(exp['id'], 12)} {md_code(exp['piece'], 16)} → "
-            f"{md_code(act['id'], 12)} {md_code(act['piece'], 16)}")
-
-
 def _cluster_lines(data: ReportData) -> list[str]:
     if not data.triaged:
         return [f"Findings: {data.findings_total:,}, not triaged (`verify triage OUT` clusters them).", ""] \
@@ -72,38 +70,25 @@ def _cluster_lines(data: ReportData) -> list[str]:
             ctx = c["context"]
             shown = f"not minimised, at {md_code(ctx['before'] + '⟦' + ctx['after'], 2 * CLUSTER_CONTEXT_CHARS + 40)}"
         lines.append(f"{n}. **{c['count']:,}×** {md_code(c['engine'], 50)} {md_code(c['key'], 60)}{tags} — "
-                     f"{shown}{_difference(c['difference'])}")
+                     f"{shown}{difference_text(c['difference'])}")
     return lines + [""]
 
 
-def _gate_lines(gate: dict) -> list[str]:
-    failed = [c for c in gate["checks"] if c["status"] in ("fail", "error")]
-    lines = [f"**Gate** {md_code(gate['suite'], 60)}: **{gate['verdict']}** — {len(failed)} of "
-             f"{len(gate['checks'])} checks failed"
-             + (": " + ", ".join(f"{md_code(c['name'], 30)} ({c['status']})" for c in failed[:8]) if failed else "")
-             + (f", {len(failed) - 8} more" if len(failed) > 8 else "")]
-    if gate["reasons"]:
-        lines.append("Why: " + "; ".join(md_code(r, 60) for r in gate["reasons"][:6]))
-    by_status = gate["clusters_by_status"]
-    if by_status:
-        lines.append("Clusters: " + ", ".join(f"{len(rows)} {status}" for status, rows in by_status.items()))
-    stale = [a for a in gate["allowlist"] if a["status"] in ("stale", "expired")]
-    if stale:
-        lines.append("Allowlist: " + ", ".join(f"{md_code(a['key'], 50)} ({a['status']})" for a in stale[:GATE_LISTED])
-                     + (f", {len(stale) - GATE_LISTED} more" if len(stale) > GATE_LISTED else ""))
-    for status in ("new", "expired"):
-        rows = by_status.get(status, [])
-        for c in rows[:GATE_LISTED]:
-            lines.append(f"- {status}: **{c['size']}×** {md_code(c['engine'], 50)} {md_code(c['key'], 60)} — "
-                         f"{md_code(c['reproducer'], REPRO_CHARS)}{_difference(c['difference'])}")
-        if len(rows) > GATE_LISTED:
-            lines.append(f"- {len(rows) - GATE_LISTED} more {status} clusters in report.html")
+def _skip_lines(data: ReportData) -> list[str]:
+    rows = manifest_skip_rows(data.manifest)
+    if not rows:
+        return []
+    unit = sample_unit(data.manifest)
+    lines = [f"**Skipped** ({sum(r.count for r in rows):,} {unit}, never counted as verified):"]
+    lines += [f"- {r.count:,} {unit} by {md_code(r.engine, 50)}: {md_text(r.reason, 300)}"
+              + (f" — **what to do**: {md_text(r.remedy, 300)}" if r.remedy else "") for r in rows[:MAX_ENGINES * 2]]
+    if len(rows) > MAX_ENGINES * 2:
+        lines.append(f"- … and {len(rows) - MAX_ENGINES * 2} more (summary.md)")
     return lines + [""]
 
 
 def _header(data: ReportData) -> list[str]:
-    gate = f" · gate **{data.gate['verdict']}**" if data.gate else ""
-    lines = [f"### verify: **{data.verdict}**{gate}", ""]
+    lines = [f"### verify: **{data.verdict}**", ""]
     ref = data.reference
     cands = data.candidates
     if ref or cands:
@@ -120,25 +105,37 @@ def _header(data: ReportData) -> list[str]:
 
 
 def _fit(sections: list[list[str]], footer: list[str]) -> list[str]:
-    """The sections' lines in order while they fit in MAX_LINES and MAX_CHARS with the footer."""
-    cut_note = "(cut to fit a comment: everything is in report.html)"
+    """The sections' lines in order while they fit in MAX_LINES and MAX_CHARS with the footer;
+    what does not fit is counted in the note that ends the cut."""
+    lines_in = [line for section in sections for line in section]
     room_lines = MAX_LINES - len(footer) - 1
-    room_chars = MAX_CHARS - sum(len(line) + 1 for line in footer) - len(cut_note) - 2
+    room_chars = MAX_CHARS - sum(len(line) + 1 for line in footer) - 120
     lines: list[str] = []
     used = 0
-    for line in (line for section in sections for line in section):
+    for i, line in enumerate(lines_in):
         if len(lines) + 1 > room_lines or used + len(line) + 1 > room_chars:
-            return lines + [cut_note] + footer
+            left = len(lines_in) - i
+            return lines + [f"(cut to fit a comment: {left:,} more lines; everything is in report.html)"] + footer
         lines.append(line)
         used += len(line) + 1
     return lines + footer
 
 
+def _footer(data: ReportData) -> list[str]:
+    """Only the files that exist beside the comment."""
+    names = [n for n in (GATE_FILES if data.gate is not None else RUN_FILES) if (Path(data.out) / n).is_file()]
+    if not names:
+        return []
+    first, rest = names[0], names[1:]
+    return [f"Full report: `{first}`" + (f"; {', '.join(f'`{n}`' for n in rest)} beside it." if rest else ".")]
+
+
 def render_ci_summary(data: ReportData) -> str:
-    footer = ["Full report: `report.html` (plots, every cluster with its reproducer); "
-              "`summary.md`, `divergences.jsonl`, `clusters.json` beside it."]
-    sections = [_header(data), _counts_table(data), _gate_lines(data.gate) if data.gate else [], _cluster_lines(data)]
-    return "\n".join(_fit(sections, footer)) + "\n"
+    if data.gate is not None:
+        sections = gate_sections(data.gate)
+    else:
+        sections = [_header(data), _counts_table(data), _skip_lines(data), _cluster_lines(data)]
+    return "\n".join(_fit(sections, _footer(data))) + "\n"
 
 
 def write_ci_summary(out_dir: Path, data: ReportData | None = None) -> Path:

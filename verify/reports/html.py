@@ -3,6 +3,12 @@ nothing fetched) rendered from the committed files of OUT by jinja2 templates.
 
     write_html(out_dir) -> Path
 
+A gate folder (``gate.json``) gets the gate's own page (``gate.html.j2``: its verdict,
+checks, plots per check, clusters by status, baseline); any other folder the run's
+(``report.html.j2``: titled by the command that ran, counts in its unit -- turns, edit
+scripts -- skips with why and what to do, clusters, findings, session findings). Links
+go only to files that exist in OUT.
+
 The page carries a strict Content-Security-Policy: nothing may load, no script may
 run, and the only style allowed is the report's own (by its SHA-256). Autoescaping
 is on for every template and every expression; corpus text reaches the templates
@@ -22,10 +28,14 @@ from typing import Any
 from verify.counts import STATES
 from verify.reports.plots import bar_chart, column_chart, line_chart
 from verify.reports.report_data import ReportData, load_report
+from verify.reports.gate_view import section_title
+from verify.reports.views import THROUGHPUT_FLAG, UNMEASURED
 from verify.reports.visible import reveal_invisible, visible
 
 REPORT_FILE = "report.html"
-STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale")
+STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale",
+                  "empty", "fixed", "not_rechecked", "unknown")
+MAX_GATE_ROWS = 200  # clusters listed per status on the gate page; the rest are counted
 IDENTITY_FIELDS = ("spec", "package", "package_version", "vocab", "vocab_sha256", "fingerprint")
 
 
@@ -43,6 +53,7 @@ def environment():
     env = Environment(loader=PackageLoader("verify.reports", "templates"), autoescape=True, undefined=StrictUndefined,
                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
     env.globals["status_class"] = lambda s: s if s in STATUS_CLASSES else "other"
+    env.globals["section_title"] = section_title
     return env
 
 
@@ -84,13 +95,25 @@ def _warnings(manifest: dict[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
+def run_title(manifest: dict[str, Any]) -> str:
+    """The command that wrote the run, as its reports are titled: ``verify replay-edits``, ``verify run``."""
+    from verify.reports.markdown import hunt_title
+
+    return hunt_title(manifest)
+
+
 def overall_rate(manifest: dict[str, Any]) -> str:
-    """``2,003 samples in 12.1 s: 166 samples/s, 172k chars/s`` from the manifest's counts and seconds."""
+    """``2,003 samples in 12.1 s: 166 samples/s, 172k chars/s`` from the manifest's counts and seconds
+    (``turns`` for a replay; no chars/s where the hunt does not count characters)."""
+    from verify.reports.skips import sample_unit
+
     counts, seconds = manifest.get("counts") or {}, manifest.get("seconds")
     if not seconds or not isinstance(seconds, (int, float)):
         return ""
-    return (f"{counts.get('samples', 0):,} samples in {seconds:,.1f} s: {counts.get('samples', 0) / seconds:,.0f} samples/s, "
-            f"{counts.get('chars', 0) / seconds:,.0f} chars/s")
+    unit, n = sample_unit(manifest), counts.get("samples", 0)
+    chars = "" if manifest.get("hunt") in UNMEASURED and not counts.get("chars") else \
+        f", {counts.get('chars', 0) / seconds:,.0f} chars/s"
+    return f"{n:,} {unit} in {seconds:,.1f} s: {n / seconds:,.0f} {unit}/s{chars}"
 
 
 def _plots(data: ReportData) -> dict[str, dict]:
@@ -112,19 +135,33 @@ def _sessions(data: ReportData) -> list[dict[str, Any]]:
     dash = "—"
     return [{"session": s.get("session", dash), "started": s.get("started_at") or dash,
              "finished": s.get("finished_at") or "no end (killed?)", "workers": s.get("workers", dash),
-             "shards_run": s.get("shards_run", dash), "samples": s.get("samples", dash), "chars": s.get("chars", dash),
-             "chars_per_s": s.get("chars_per_s") if s.get("chars_per_s") is not None else dash,
+             "shards_run": s.get("shards_run", dash), "samples": s.get("samples", dash),
+             "chars": dash if data.unmeasured else s.get("chars", dash),
+             "chars_per_s": s.get("chars_per_s") if s.get("chars_per_s") is not None and not data.unmeasured else dash,
              "resumed": "yes" if s.get("resumed") else "no"} for s in data.sessions]
 
 
+def render_gate_html(data: ReportData) -> str:
+    """The page of a gate folder: the gate's own header, checks, plots, clusters by status, baseline."""
+    from verify.reports.gate_plots import gate_plots
+
+    env = environment()
+    css = env.get_template("report.css").render()
+    return env.get_template("gate.html.j2").render(
+        d=data, csp=content_security_policy(css), states=STATES, plots=gate_plots(data.gate, data.out),
+        max_rows=MAX_GATE_ROWS, flag_percent=round(THROUGHPUT_FLAG * 100))
+
+
 def render_html(data: ReportData) -> str:
+    if data.gate is not None:
+        return render_gate_html(data)
     env = environment()
     css = env.get_template("report.css").render()
     counts = {k: data.counts.get(k, 0) for k in ("samples", "chars", "tokens", "bad_records", *STATES)}
     per_engine = [(spec, {k: tally.get(k, 0) for k in STATES})
                   for spec, tally in (data.counts.get("per_engine") or {}).items()]
     return env.get_template("report.html.j2").render(
-        d=data, csp=content_security_policy(css), reference=_identity(data.reference),
+        d=data, title=run_title(data.manifest), csp=content_security_policy(css), reference=_identity(data.reference),
         candidates=[_identity(c) for c in data.candidates], sources=[_source(s) for s in data.manifest.get("sources") or []],
         run=_run(data.manifest), warnings=_warnings(data.manifest), counts=counts, states=STATES,
         per_engine=per_engine, plots=_plots(data), sessions=_sessions(data))

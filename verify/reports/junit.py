@@ -5,11 +5,14 @@ Jenkins/Ant form: ``testsuites`` > ``testsuite`` > ``testcase`` with ``failure``
     write_junit(path, gate_doc) -> path
 
 Three test suites: ``SUITE.checks`` (one case per check: a failing check is a
-``failure``, a check that could not run an ``error``, a skipped one ``skipped``),
+``failure``, a check that could not run an ``error``, a skipped one ``skipped`` with why),
 ``SUITE.clusters`` (one case per cluster, classname the engine: new, unchanged and
 expired clusters fail, with the minimised reproducer and the first differing token in
 the failure text; allowlisted ones pass and say why), and ``SUITE.allowlist`` (one case
-per allowlist row: an expired row fails, a stale one is skipped). Corpus text is shown
+per allowlist row: an expired row fails, a stale one is skipped); and, when a check skipped
+samples or left a part empty, ``SUITE.skips`` (one ``skipped`` case per check, engine and
+reason, its message the count, the reason and what to do; one per part that ran nothing).
+Corpus text is shown
 through ``verify.reports.visible`` (control, bidi and invisible characters as escapes),
 so the file is valid XML 1.0 whatever the input held.
 """
@@ -112,7 +115,7 @@ def _checks(root: ET.Element, doc: dict[str, Any], name: str, stamp: str | None)
             ET.SubElement(case, "error", {"message": note or "the check could not run",
                                           "type": check.get("error_class") or "error"})
         elif status == "skipped":
-            ET.SubElement(case, "skipped", {"message": note or "skipped"})
+            ET.SubElement(case, "skipped", {"message": note or "skipped (the check gave no reason)"})
         _out(case, f"out: {check.get('out')}\ncounts: {counts}\n{note}")
     _tally(suite)
 
@@ -160,6 +163,23 @@ def _allowlist(root: ET.Element, doc: dict[str, Any], name: str, stamp: str | No
     _tally(suite)
 
 
+def _skips(root: ET.Element, doc: dict[str, Any], name: str, stamp: str | None) -> None:
+    checks = [c for c in doc.get("checks", []) if isinstance(c, dict) and (c.get("skips") or c.get("empty"))]
+    if not checks:
+        return
+    suite = _suite(root, f"{name}.skips", stamp)
+    for check in checks:
+        for row in check.get("skips") or []:
+            case = _case(suite, f"{name}.skips.{check['name']}", f"{check['name']}: {row.get('engine')}")
+            remedy = f"; what to do: {row['remedy']}" if row.get("remedy") else ""
+            ET.SubElement(case, "skipped", {"message": _xml(visible(
+                f"{row.get('count')} samples skipped by {row.get('engine')}: {row.get('reason')}{remedy}", 1000))})
+        for i, part in enumerate(check.get("empty") or [], 1):
+            case = _case(suite, f"{name}.skips.{check['name']}", f"{check['name']}: ran nothing ({i})")
+            ET.SubElement(case, "skipped", {"message": _xml(visible(f"ran nothing: {part}", 1000))})
+    _tally(suite)
+
+
 def write_junit(path: Path, doc: dict[str, Any]) -> Path:
     name = str(doc.get("suite") or "gate")
     started = doc.get("started")
@@ -168,6 +188,7 @@ def write_junit(path: Path, doc: dict[str, Any]) -> Path:
     _checks(root, doc, name, stamp)
     _clusters(root, doc, name, stamp)
     _allowlist(root, doc, name, stamp)
+    _skips(root, doc, name, stamp)
     for attr in ("tests", "failures", "errors", "skipped"):
         root.set(attr, str(sum(int(s.get(attr)) for s in root.findall("testsuite"))))
     root.set("time", f"{float(doc.get('seconds') or 0.0):.3f}")

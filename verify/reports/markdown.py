@@ -6,8 +6,11 @@ from pathlib import Path
 from typing import Any
 from verify import atomic
 from verify.reports.md import md_cell, md_text
+from verify.reports.views import UNMEASURED
 
 MAX_LISTED = 50
+HUNT_TITLES = {"run": "verify run", "vocab-sweep": "verify vocab sweep", "length": "verify length sweep",
+               "replay-edits": "verify replay --edits", "edits": "verify replay --edits"}
 EXAMPLE_CHARS = 60
 
 
@@ -99,16 +102,19 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
             lines.append(f"- **warning** {_cell(spec)}: {md_text(warning)}")
         if "not_loaded" in note:
             lines.append(f"- **not loaded** {_cell(spec)}: {md_text(note['not_loaded'])}")
+    unmeasured = not counts.get("chars") and manifest.get("hunt") in UNMEASURED
     lines += ["", "| samples | chars | tokens | verified | diverged | error | crash | timeout | skipped |",
               "|---|---|---|---|---|---|---|---|---|",
-              "| " + " | ".join(str(counts[k]) for k in ("samples", "chars", "tokens", "verified", "diverged",
-                                                          "error", "crash", "timeout", "skipped")) + " |", ""]
+              "| " + " | ".join("not counted" if unmeasured and k in ("chars", "tokens") else str(counts[k])
+                                for k in ("samples", "chars", "tokens", "verified", "diverged",
+                                          "error", "crash", "timeout", "skipped")) + " |", ""]
     lines += ["## Per engine", "", "| engine | verified | diverged | error | crash | timeout | skipped |",
               "|---|---|---|---|---|---|---|"]
     for spec, tally in counts["per_engine"].items():
         lines.append(f"| {_cell(spec)} | " + " | ".join(str(tally[k]) for k in
                                                   ("verified", "diverged", "error", "crash", "timeout", "skipped")) + " |")
     lines.append("")
+    lines += _skips_section(manifest)
     if clusters:
         lines += _causes_section(clusters) + _clusters_section(clusters)
     if findings:
@@ -127,6 +133,22 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
         lines.append("")
     lines += _sessions_section(findings)
     return "\n".join(lines)
+
+
+def _skips_section(manifest: dict[str, Any]) -> list[str]:
+    """Why samples were skipped, per engine and reason, and what to do (``verify.reports.skips``)."""
+    from verify.reports.skips import manifest_skip_rows, sample_unit
+
+    rows = manifest_skip_rows(manifest)
+    if not rows:
+        return []
+    unit = sample_unit(manifest)
+    lines = [f"## Skipped ({sum(r.count for r in rows)} {unit}: never counted as verified)", "",
+             "| engine | skipped | why | what to do |", "|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {_cell(row.engine)} | {row.count} | {md_text(row.reason)} | "
+                     f"{md_text(row.remedy) if row.remedy else '-'} |")
+    return lines + [""]
 
 
 def _sessions_section(findings: list[dict[str, Any]]) -> list[str]:
@@ -159,12 +181,20 @@ def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[s
     return path
 
 
+def hunt_title(manifest: dict[str, Any]) -> str:
+    """The title of a run's reports, by the hunt that ran it (``verify replay --edits`` ...)."""
+    from verify.reports.skips import replays_traces
+
+    hunt = manifest.get("hunt") or "run"
+    if hunt == "run" and replays_traces(manifest):
+        return "verify replay"
+    return HUNT_TITLES.get(hunt, f"verify {hunt}")
+
+
 def write_run_summary(out_dir: Path, manifest: dict[str, Any]) -> Path:
     """summary.md from the committed files: the first findings with their triage, the clusters;
     titled by the hunt that ran (``verify unicode``, ``verify check`` ...)."""
     from verify.triage import read_clusters, triaged_records
 
-    title = {"run": "verify run", "vocab-sweep": "verify vocab sweep", "length": "verify length sweep",
-             "edits": "verify replay-edits"}.get(manifest.get("hunt") or "run", f"verify {manifest.get('hunt')}")
     return write_summary(out_dir, manifest, triaged_records(out_dir, MAX_LISTED), read_clusters(out_dir) or None,
-                         title=title)
+                         title=hunt_title(manifest))

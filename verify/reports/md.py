@@ -21,7 +21,7 @@ from typing import Any
 from verify.reports.visible import cut_visible, reveal_invisible, visible
 
 FIELD_CHARS = 80
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+!|~>])")
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+!|~])")  # not ">": html.escape makes it &gt; (escaped again, it would show)
 
 
 def _str(value: Any) -> str:
@@ -32,9 +32,9 @@ def md_text(value: Any, limit: int | None = None, table: bool = True) -> str:
     """``value`` as inert text: escapes shown (``\\u202e``, ``\\n``), HTML entities for ``<>&"``,
     Markdown specials backslash-escaped (pipes too, so it can sit in a table cell)."""
     shown = visible(_str(value), limit)
-    shown = html.escape(shown, quote=True)
     shown = _MARKDOWN_SPECIALS.sub(r"\\\1", shown)
-    return shown
+    # after the Markdown escapes: an entity's own '#' must not be backslash-escaped (``&\#x27;`` shows as text)
+    return html.escape(shown, quote=True)
 
 
 def md_code(value: Any, limit: int = FIELD_CHARS, table: bool = False) -> str:

@@ -79,3 +79,32 @@ def line_chart(title: str, points: Iterable[tuple[float, float]], x_unit: str = 
             "dots": [{"x": x, "y": y} for x, y in xy[1:]][-200:], "left": left, "base": base, "top": top,
             "right": WIDTH - 20, "x_right": f"{_si(round(max_x, 1))} {x_unit}", "y_top": f"{_si(max_y)} {y_unit}".strip(),
             "empty": empty if not points else ""}
+
+
+def stacked_bars(title: str, rows: list[tuple[str, dict[str, int]]], keys: tuple[str, ...], share: bool = False,
+                 empty: str = "nothing to show") -> dict:
+    """One horizontal bar per row, cut into segments by ``keys`` (drawn in that order, each
+    with the CSS class ``seg-KEY``): absolute lengths, or with ``share`` every bar the full
+    width and its segments the shares of its total (rows of very different sizes side by
+    side). Each row is labelled with its total, each segment has a tooltip."""
+    rows = [(label, {k: int(v.get(k, 0) or 0) for k in keys}) for label, v in rows]
+    most = max((sum(v.values()) for _, v in rows), default=0) or 1
+    span = WIDTH - LABEL_W - 80
+    bars = []
+    for i, (label, values) in enumerate(rows):
+        total = sum(values.values())
+        y = 8 + i * (BAR_H + GAP)
+        scale = span / (total or 1) if share else span / most
+        x, segments = float(LABEL_W), []
+        for key in keys:
+            n = values[key]
+            if not n:
+                continue
+            w = max(1.0, round(n * scale, 1))
+            segments.append({"key": key, "x": round(x, 1), "w": w, "value": f"{_label(label)}: {n:,} {key}"})
+            x += w
+        bars.append({"label": _label(label), "y": y, "label_y": y + BAR_H - 4, "h": BAR_H, "segments": segments,
+                     "end_x": round(x + 4, 1), "total": f"{total:,}"})
+    legend = [{"key": k, "x": 12 + i * 100, "y": 16 + len(rows) * (BAR_H + GAP) + 4} for i, k in enumerate(keys)]
+    return {"title": title, "width": WIDTH, "height": 16 + len(rows) * (BAR_H + GAP) + 24, "bars": bars,
+            "label_x": LABEL_W - 6, "legend": legend, "empty": empty if not any(b["segments"] for b in bars) else ""}

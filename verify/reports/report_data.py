@@ -7,7 +7,9 @@ Reads ``manifest.json``, the committed findings (a run's committed shards in pla
 order, else ``divergences.jsonl``) with ``triage.jsonl`` joined in as both stream past
 (``verify.triage.joined_triage``), ``clusters.json``,
 the shard markers (findings by position in the corpus, throughput over time),
-``attempts.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``). Findings
+``attempts.jsonl`` and, when present, ``gate.json`` (``verify.gate/1``, through
+``verify.reports.gate_view``). Session findings (a replay's) are kept apart too, with the
+turn, the append and the minimised (prefix, append) triage made. Findings
 are streamed once: tallies for every finding, full rows for the first
 ``max_findings`` only, one original member per cluster, so a run with millions of
 findings renders in memory that grows with its clusters, never with its findings.
@@ -24,11 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UsageError
-from verify.reports.visible import visible, visible_input
+from verify.reports.visible import visible
 
 from verify.reports.views import (CLUSTER_CONTEXT_CHARS, CONTEXT_CHARS, MISSING, ORIGINAL_CHARS,  # noqa: F401
                                   REPRODUCER_CHARS, difference_view, first_difference, run_verdict, safe_link,
-                                  token_at)
+                                  UNMEASURED, session_view, shown_input, token_at)
+
+RUN_FILES = ("manifest.json", "summary.md", "divergences.jsonl", "triage.jsonl", "clusters.json", "plan.json",
+             "attempts.jsonl")
 
 
 def finding_class(kind: str, sig: dict[str, Any] | None) -> str:
@@ -66,6 +71,8 @@ class ReportData:
     clusters_total: int = 0
     triaged: bool = False
     gate: dict[str, Any] | None = None
+    session_findings: list[dict[str, Any]] = field(default_factory=list)  # first session findings, display-ready
+    session_findings_total: int = 0
 
     @property
     def reference(self) -> dict[str, Any] | None:
@@ -78,6 +85,30 @@ class ReportData:
     @property
     def counts(self) -> dict[str, Any]:
         return self.manifest.get("counts") or {}
+
+    @property
+    def unit(self) -> str:
+        """What one sample of this run is: turns, edit scripts or samples."""
+        from verify.reports.skips import sample_unit
+
+        return sample_unit(self.manifest)
+
+    @property
+    def unmeasured(self) -> str | None:
+        """Why chars and tokens show no number for this hunt, if they are not measured."""
+        return UNMEASURED.get(self.manifest.get("hunt") or "") if not self.counts.get("chars") else None
+
+    @property
+    def skips(self) -> list[dict[str, Any]]:
+        from verify.reports.skips import manifest_skip_rows
+
+        return [{**row.as_dict(), "reason": visible(row.reason, 300), "engine": visible(row.engine, 120),
+                 "remedy": visible(row.remedy, 300) if row.remedy else ""} for row in manifest_skip_rows(self.manifest)]
+
+    @property
+    def files(self) -> list[str]:
+        """The run's own files that exist, for links."""
+        return [name for name in RUN_FILES if (self.out / name).is_file()]
 
 
 def _context(record: dict[str, Any], chars: int = CONTEXT_CHARS) -> dict[str, str] | None:
@@ -97,6 +128,16 @@ def _finding_row(record: dict[str, Any]) -> dict[str, Any]:
             "difference": first_difference(record) if record.get("kind", "ids") == "ids" else None,
             "error": visible(f"{error.get('type', '')}: {error.get('message', '')}", 200) if error else "",
             "raw": visible(record.get("raw") or "", 120)}
+
+
+def _session_row(record: dict[str, Any], line: dict[str, Any] | None) -> dict[str, Any]:
+    """A session finding: where (session, turn, the prefix before it, the append) and, when
+    triage shrank it, the minimised prefix and append."""
+    small = ((line or {}).get("minimized") or {}).get("session")
+    return {"engine": record.get("engine") or MISSING, "kind": record.get("kind", "ids"),
+            "where": session_view(record["session"]), "minimised": session_view(small) if small else None,
+            "difference": first_difference(record),
+            "cluster": (line or {}).get("cluster") or MISSING}
 
 
 def _load_json(path: Path) -> Any:
@@ -137,13 +178,18 @@ def _scan_findings(data: ReportData, max_findings: int) -> dict[tuple, dict[str,
         data.by_engine[record.get("engine") or "(bad input)"] += 1
         if len(data.findings) < max_findings:
             data.findings.append(_finding_row({**record, "cluster": key}))
+        if isinstance(record.get("session"), dict):
+            data.session_findings_total += 1
+            if len(data.session_findings) < max_findings:
+                data.session_findings.append(_session_row(record, line))
         ident = (record.get("engine"), record.get("reference"), key)
         if ident not in first_member:
             sample = sample or _input_of(record, data.out)
             first_member[ident] = {"record": {k: record.get(k) for k in ("kind", "token_index", "byte_offset",
                                                                           "expected", "actual", "error")},
                                    "input": None if sample is None else
-                                   visible_input([[s.text, s.allow_special] for s in sample.segments], ORIGINAL_CHARS),
+                                   shown_input([[s.text, s.allow_special] for s in sample.segments], ORIGINAL_CHARS),
+                                   "session": record.get("session"),
                                    "context": _context(record, CLUSTER_CONTEXT_CHARS)}
     return first_member
 
@@ -161,7 +207,9 @@ def _cluster_rows(data: ReportData, first_member: dict[tuple, dict[str, Any]], m
             "count": c.get("count", 0), "tags": list(c.get("tags") or []),
             "links": [u for u in (safe_link(x) for x in c.get("links") or []) if u],
             "minimised": minimised is not None,
-            "reproducer": visible_input(minimised["input"], REPRODUCER_CHARS) if minimised else member.get("input") or "",
+            "reproducer": shown_input(minimised["input"], REPRODUCER_CHARS) if minimised else member.get("input") or "",
+            "session": session_view(minimised.get("session")) if minimised and minimised.get("session")
+            else session_view(member.get("session")),
             "difference": first_difference(minimised or member.get("record")),
             "context": None if minimised else member.get("context"),  # where the original input first differs
             "sample_ids": [visible(str(s), 80) for s in (c.get("sample_ids") or [])[:3]]})

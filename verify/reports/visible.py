@@ -1,6 +1,7 @@
 """Text from a corpus, shown so that a reader sees every character it holds.
 
     visible(text, limit=None) -> str       one line, every invisible character escaped
+    visible_edges(text, limit=None) -> str the same, and spaces at either end as ``\\x20``
     visible_input(segments, limit) -> str  a sample's segments as one line
 
 Control characters, bidi controls (U+202A-202E, U+2066-2069, U+200E/F, U+061C),
@@ -15,6 +16,7 @@ this one function; HTML and Markdown escaping come on top of it.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 
@@ -31,6 +33,7 @@ _INVISIBLE_RANGES = (
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+@functools.lru_cache(maxsize=65536)  # reports escape the same few hundred characters over and over
 def is_invisible(ch: str) -> bool:
     """True for a character a reader could not see or tell apart from a plain space."""
     cp = ord(ch)
@@ -53,8 +56,23 @@ def visible(text: str, limit: int | None = None) -> str:
     source characters (an ellipsis and the full length say so)."""
     cut = limit is not None and len(text) > limit
     shown = text[:limit] if cut else text
+    if shown.isascii() and shown.isprintable() and "\\" not in shown:  # nothing to escape: the common case
+        return f"{shown}{ELLIPSIS} ({len(text):,} chars)" if cut else shown
     out = "".join(escape_char(ch) if ch in _NAMED or is_invisible(ch) else ch for ch in shown)
     return f"{out}{ELLIPSIS} ({len(text):,} chars)" if cut else out
+
+
+def visible_edges(text: str, limit: int | None = None) -> str:
+    """``visible`` with the spaces at either end escaped too (``\\x20``): a reproducer that is
+    only spaces, or starts or ends with them, must not look like an empty box or like its
+    neighbour without them. Still pastes back into a Python string literal."""
+    shown = visible(text, limit)
+    core = shown.strip(" ")
+    if core == shown:
+        return shown
+    lead = len(shown) - len(shown.lstrip(" "))
+    trail = len(shown) - len(shown.rstrip(" ")) if core else 0
+    return "\\x20" * lead + core + "\\x20" * trail
 
 
 def visible_input(segments: list | None, limit: int | None = None) -> str:
