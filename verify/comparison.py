@@ -17,7 +17,7 @@ import numpy as np
 
 from verify.counts import Counts, worst
 from verify.findings import Finding, describe_divergence, describe_failure
-from verify.outcome import Failure, Recorded, agree, gave_ids, is_ids, state_of
+from verify.outcome import REFERENCE_FAILED, Failure, Recorded, Skipped, agree, gave_ids, is_ids, state_of
 from verify.sample import Sample
 
 TokenBytes = Callable[[np.ndarray], "list[bytes] | None"]
@@ -76,8 +76,11 @@ def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]
                     findings.append(Finding(side.spec, reference.spec, sample, "ids", source, fields))
             elif is_ids(out):
                 state = "skipped"  # nothing to compare against: the reference failed or was not asked
+                counts.skip_reason(side.spec, ref.reason if isinstance(ref, Skipped) else REFERENCE_FAILED)
             else:
                 state = state_of(out)
+                if isinstance(out, Skipped):
+                    counts.skip_reason(side.spec, out.reason)
                 if isinstance(out, Failure):
                     findings.append(Finding(side.spec, reference.spec, sample, out.kind, source,
                                             describe_failure(out)))

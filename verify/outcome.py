@@ -46,6 +46,9 @@ class Skipped:
 
 
 SKIPPED = Skipped("the engine does not honour allow_special and the sample has special-token segments")
+# why a candidate's sample was skipped when the engine itself was not the reason (tallied in the counts)
+REFERENCE_FAILED = "the reference gave no ids, so there was nothing to compare with (its failure is a finding)"
+SESSION_ENDED = "its session ended at an earlier failure (that failure is a finding)"
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,10 @@ def run(args) -> int:
         workers=job.workers, executor=job.executor, ray=job.ray, progress=job.progress,
         minimize_budget_s=job.minimize_budget_s, resume=job.resume, argv=job.argv))
     print(one_line(result.counts, result.out, result.complete).replace(" samples,", " turns,", 1))
+    from verify.reports.skips import skip_lines
+
+    for line in skip_lines(result.manifest):  # why anything was skipped, and what to do about it
+        print(line)
     return EXIT_OK if result.counts.all_verified and result.complete else EXIT_FINDINGS
 
 

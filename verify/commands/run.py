@@ -102,6 +102,10 @@ def run(args) -> int:
     )
     result = run_job(opts)
     print(one_line(result.counts, result.out, result.complete))
+    from verify.reports.skips import skip_lines
+
+    for line in skip_lines(result.manifest):  # why anything was skipped, and what to do about it
+        print(line)
     return EXIT_OK if result.counts.all_verified and result.complete else EXIT_FINDINGS
 
 

@@ -71,7 +71,8 @@ def _pipeline(ctx: CheckContext, run: CheckRun, corpora: list[str], traces: list
         fresh_folder(out)
     run_job(RunOptions(
         reference=suite.reference, candidates=list(suite.candidates), corpora=corpora, traces=traces,
-        trace_format=o.get("format"), out=out, text_field=o.get("text_field"), id_field=o.get("id_field"),
+        trace_format=o.get("format"), trace_template=o.get("template"), out=out, text_field=o.get("text_field"),
+        id_field=o.get("id_field"),
         limit=o.get("limit"), batch_size=o.get("batch_size"), sample_rate=o.get("sample"),
         sample_seed=o.get("seed"), isolate=not suite.in_process, timeout_s=suite.timeout_s,
         memory_limit_mb=suite.memory_limit_mb, workers=suite.workers, progress=False,
@@ -235,7 +236,8 @@ KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind("corpus", {"corpus": texts, "sample": fraction, "seed": NON_NEGATIVE, "limit": POSITIVE,
                          "text_field": text, "id_field": text, "batch_size": POSITIVE},
               run_corpus, required=("corpus",), validate=_corpus_seed),
-    CheckKind("replay", {"traces": texts, "format": text, "limit": POSITIVE}, run_replay, required=("traces",)),
+    CheckKind("replay", {"traces": texts, "format": text, "template": text, "limit": POSITIVE}, run_replay,
+              required=("traces",)),
     CheckKind("fuzz", {"examples": POSITIVE, "seconds": seconds(True), "seed": NON_NEGATIVE,
                        "max_findings": POSITIVE, "stress": boolean, "database": text},
               run_fuzz, paths=frozenset({"database"})),

@@ -9,7 +9,6 @@ from typing import Any
 from verify.adversarial.fuzz.edits_hunt import EditsHunt
 from verify.counts import Counts
 from verify.driver import run_hunt
-from verify.jobs.check import titled_summary
 from verify.pipeline.hunt import JobOptions
 from verify.rundir.manifest import read_hunt
 
@@ -31,9 +30,6 @@ def edits_job(reference: str, engines: list[str], job: JobOptions, *, examples: 
     """``examples`` edit scripts per candidate of ``engines`` (each stateful), searched from
     ``seed``, into ``job.out``; triage (``job.minimize_budget_s``) shrinks what they found."""
     hunt = EditsHunt(reference, engines, job, examples=examples, seed=seed)
-    try:
-        result = run_hunt(hunt, job)
-    finally:
-        titled_summary(job.out, hunt.label)
+    result = run_hunt(hunt, job)
     section = read_hunt(job.out).get("edits") or {}
     return EditsResult(job.out, result.counts, dict(section.get("engines") or {}), result.complete)

@@ -28,7 +28,7 @@ from verify.engines.sessions import apply_update
 from verify.errors import CorpusError
 from verify.findings import Finding, bad_input_record, describe_divergence, describe_failure
 from verify.keys import input_key
-from verify.outcome import SKIPPED, Failure, agree, is_ids, state_of
+from verify.outcome import REFERENCE_FAILED, SESSION_ENDED, SKIPPED, Failure, Skipped, agree, is_ids, state_of
 from verify.rundir.result import ShardResult
 from verify.sample import BadRecord, Sample
 
@@ -73,11 +73,13 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
     alive = [True] * len(candidates)
     ids = [np.zeros(0, dtype=np.uint32) for _ in candidates]
     reported = [False] * len(candidates)
+    ended: dict[int, str] = {}  # candidate -> why its session ended (the reason its later turns are skipped)
     for ci, ex in enumerate(candidates):
         if stateful[ci]:
             opened = ex.open_session(key)
             if isinstance(opened, Failure):
                 alive[ci] = False
+                ended[ci] = SESSION_ENDED
                 _failure(result, ex, reference, trace.transcript(0), opened, session_fields(trace, 0), source)
                 reported[ci] = True
     try:
@@ -94,6 +96,7 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
                         any(seg.allow_special for seg in turn.segments):
                     # it cannot take this turn, so no later turn is comparable: skipped from here on
                     alive[ci] = False
+                    ended[ci] = SKIPPED.reason
                     outs.append(SKIPPED)
                     updates.append(None)
                 elif stateful[ci]:
@@ -111,7 +114,7 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
                     outs.append(ex.encode([sample])[0])
                     updates.append(None)
             (ref,) = reference.collect()
-            _account(result, trace, position, sample, reference, candidates, ref, outs, updates, alive, reported,
+            _account(result, trace, position, sample, reference, candidates, ref, outs, updates, alive, reported, ended,
                      source)
     finally:
         for ci, ex in enumerate(candidates):
@@ -119,7 +122,7 @@ def replay_session(trace, executors: Sequence, result: ShardResult, source: str 
                 ex.close_session(key)
 
 
-def _account(result, trace, position, sample, reference, candidates, ref, outs, updates, alive, reported,
+def _account(result, trace, position, sample, reference, candidates, ref, outs, updates, alive, reported, ended,
              source) -> None:
     c = result.counts
     chars, nbytes = sample_size(Sample(sample.id, trace.turns[position].segments))
@@ -135,17 +138,22 @@ def _account(result, trace, position, sample, reference, candidates, ref, outs, 
     sample_state = ref_state
     for ci, (ex, out) in enumerate(zip(candidates, outs)):
         if out is None:
-            state = "skipped"  # its session ended at an earlier failure
+            state = "skipped"  # its session ended earlier: at a failure, or at a turn it cannot take
+            c.skip_reason(ex.spec, ended.get(ci, SESSION_ENDED))
         elif isinstance(out, Failure):
             state = out.kind
             alive[ci] = False
+            ended[ci] = SESSION_ENDED
             if not reported[ci]:
                 _failure(result, ex, reference, sample, out, session_fields(trace, position), source)
                 reported[ci] = True
         elif not is_ids(out):
             state = state_of(out)  # skipped: e.g. special segments for an engine without special tokens
+            if isinstance(out, Skipped):
+                c.skip_reason(ex.spec, out.reason)
         elif not is_ids(ref):
             state = "skipped"
+            c.skip_reason(ex.spec, REFERENCE_FAILED)
         elif agree(ref, out):
             state = "verified"
         else:

@@ -18,12 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from verify.outcome import SKIPPED
+from verify.outcome import REFERENCE_FAILED, SESSION_ENDED, SKIPPED
 
 TRACE_KINDS = ("traces", "agent-traces")  # source kinds whose samples are turns of transcripts
 SPECIAL_SEGMENTS = SKIPPED.reason
-SESSION_ENDED = "its session ended at an earlier failure (that failure is a finding)"
-REFERENCE_FAILED = "the reference gave no ids, so there was nothing to compare with (its failure is a finding)"
+__all__ = ["REFERENCE_FAILED", "SESSION_ENDED", "SKIPPED"]
 NOT_RECORDED = ("reason not recorded by this command: the engine declared it cannot take the sample "
                 "(special-token segments without special-token support), or an earlier failure ended its session")
 

@@ -35,7 +35,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.findings import Finding, describe_divergence, describe_failure
 from verify.keys import ids_digest
-from verify.outcome import Failure, Skipped, agree, is_ids, state_of
+from verify.outcome import REFERENCE_FAILED, Failure, Skipped, agree, is_ids, state_of
 from verify.sample import Sample
 from verify.shadow.schema import ShadowRecord
 
@@ -162,6 +162,7 @@ class ShadowComparer:
             state = ref_state if isinstance(ref, Failure) else "skipped"
             c.states[state] += 1
             c.engine(production)["skipped"] += 1
+            c.skip_reason(production, ref.reason if isinstance(ref, Skipped) else REFERENCE_FAILED)
             tally["unchecked"] += 1
             if isinstance(ref, Skipped):
                 return None
