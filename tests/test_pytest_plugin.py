@@ -1,6 +1,7 @@
 """The pytest plugin in a team's own suite: engines come from ini or command-line options,
 a parity test passes on a correct engine, and a failing one prints the divergence record
-(first differing token, byte offset, pieces on both sides)."""
+(first differing token, byte offset, pieces on both sides, decoded with the reference's
+vocabulary for an engine that cannot decode) and names every input it could not compare."""
 
 from __future__ import annotations
 
@@ -69,3 +70,65 @@ def test_a_test_asking_for_an_unconfigured_engine_errors_with_the_reason(pyteste
     result = pytester.runpytest("-k", "matches", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*no engine configured; pass --verify-engine SPEC*"])
+
+
+BUGGY_PLUGIN = '''
+from tokenizers import Tokenizer
+
+class Engine:
+    """A team's engine (plain text only, no decode) with one bug: after 'ß' it splits the next token."""
+    def __init__(self):
+        self.tok = Tokenizer.from_file(PATH)
+    def encode_batch(self, texts):
+        out = []
+        for text, enc in zip(texts, self.tok.encode_batch(list(texts), add_special_tokens=False)):
+            ids = list(enc.ids)
+            if "ß" in text:
+                ids = ids[:2] + list(reversed(ids[2:4])) + ids[4:]
+            out.append(ids)
+        return out
+
+def buggy():
+    return Engine()
+'''
+
+TEAM_SUITE = '''
+from verify.pytest_plugin import assert_same_ids
+
+def test_plain_text(verify_engine, verify_reference):
+    assert_same_ids(verify_engine, verify_reference, ["the quick tokenizer", TEXT])
+
+def test_chat_turn(verify_engine, verify_reference):
+    assert_same_ids(verify_engine, verify_reference, ["plain and fine", [("<|endoftext|>", True), (" after", False)]])
+'''
+
+
+def test_the_message_shows_both_sides_pieces_and_names_the_inputs_not_compared(pytester, plugin_dir,
+                                                                               tiny_tokenizer_json, tiny_spec):
+    (plugin_dir / "team_buggy.py").write_text(BUGGY_PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
+    text = "straße and the quick words"
+    with pytest.raises(ParityError) as caught:
+        assert_same_ids("python:team_buggy:buggy", tiny_spec, [text])
+    (record,) = caught.value.records
+    # the plugin cannot decode: its pieces come from the reference's vocabulary, and say so
+    assert record["actual"]["pieces"] and record["actual"]["pieces_from"].startswith("decoded with the reference")
+    assert record["actual"]["pieces"] != record["expected"]["pieces"]
+    with pytest.raises(ParityError) as caught:
+        assert_same_ids("python:team_buggy:buggy", tiny_spec, ["fine", [("<|endoftext|>", True), (" x", False)]])
+    assert caught.value.records == []
+    (skip,) = caught.value.skipped
+    assert skip["sample_id"] == "input[1]" and skip["engine"] == "python:team_buggy:buggy"
+    assert skip["input"] == [["<|endoftext|>", True], [" x", False]] and "allow_special" in skip["reason"]
+
+    pytester.makeini(f"[pytest]\nverify_reference = {tiny_spec}\nverify_engine = python:team_buggy:buggy\n")
+    pytester.makepyfile(test_team=TEAM_SUITE.replace("TEXT", repr(text)))
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    shown = "\n".join(result.outlines)  # plain text: fnmatch would read the brackets as classes
+    assert f"engine     ids[0:] = {record['actual']['ids']}" in shown
+    assert f"pieces   = {record['actual']['pieces']}   (decoded with the reference's vocabulary" in shown
+    assert f"pieces   = {record['expected']['pieces']}\n" in shown
+    assert "on 0 of 2 input(s); 1 input(s) not compared" in shown
+    assert "not compared: input[1]: python:team_buggy:buggy was not asked (" in shown
+    assert 'input:     [["<|endoftext|>", true], [" after", false]]' in shown
+    assert "remedy:    give the engine special-token support" in shown

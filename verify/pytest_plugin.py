@@ -21,8 +21,10 @@ Fixtures (session-scoped; engines are built once per spec and closed at the end)
   errors with the reason, it is never skipped);
 - ``verify_engine_factory``: ``build(spec) -> engine`` for any other spec.
 
-``assert_same_ids`` (also importable from here) fails with the divergence record:
-see ``verify.testing``. docs/pytest-plugin.md has the whole story.
+``assert_same_ids`` (also importable from here) fails with the divergence record -- the
+first differing token and both sides' ids and pieces -- and names every input it could not
+compare (id, input, reason, remedy): see ``verify.testing``. docs/pytest-plugin.md has the
+whole story.
 """
 
 from __future__ import annotations

@@ -15,9 +15,12 @@ The comparison is the harness's own (``verify.comparison.compare_batch``): every
 give ids on both sides and equal ids. A difference raises ``ParityError`` (an
 ``AssertionError``) whose message is the divergence record -- the first differing token,
 its byte and character offset, the text around it, the ids and decoded pieces on both
-sides -- followed by the record itself as JSON (``verify.divergence/2``). An engine
-failure, or an input the engine is not asked because it declares it cannot handle
-special-token segments, fails the assertion too: an input not compared is not verified.
+sides -- followed by the record itself as JSON (``verify.divergence/2``). An engine that
+cannot decode (a ``python:`` plugin) has its pieces decoded with the reference's vocabulary,
+and the message says so. An engine failure, or an input the engine is not asked because it
+declares it cannot handle special-token segments, fails the assertion too: an input not
+compared is not verified, and the message names it (its id, the input, why, and what to
+change) -- ``ParityError.skipped`` lists them all.
 The pytest plugin (``verify.pytest_plugin``) adds fixtures that build engines from
 command-line or ini options.
 """
@@ -29,18 +32,26 @@ from typing import Any, Iterable
 
 from verify.sample import Sample, Segment
 
-__all__ = ["ParityError", "assert_same_ids", "as_samples", "engine_from", "format_finding"]
+__all__ = ["ParityError", "assert_same_ids", "as_samples", "engine_from", "format_finding", "format_skip",
+           "not_compared"]
 
 SHOWN_FINDINGS = 3
 INPUT_SHOWN_CHARS = 2000
 
 
-class ParityError(AssertionError):
-    """The engine and the reference disagree; ``records`` holds the divergence records."""
+SPECIAL_REMEDY = ("give the engine special-token support (a python: plugin: encode_segments(segments) and "
+                  "supports_special = True), or keep special-token segments out of this engine's inputs")
+PIECES_BY_REFERENCE = "decoded with the reference's vocabulary: the engine has no decode"
 
-    def __init__(self, message: str, records: list[dict[str, Any]]):
+
+class ParityError(AssertionError):
+    """The engine and the reference disagree; ``records`` holds the divergence records and
+    ``skipped`` the inputs not compared (``sample_id``, ``engine``, ``input``, ``reason``)."""
+
+    def __init__(self, message: str, records: list[dict[str, Any]], skipped: list[dict[str, Any]] | None = None):
         super().__init__(message)
         self.records = records
+        self.skipped = skipped or []
 
 
 def _is_segment(item: Any) -> bool:
@@ -96,22 +107,51 @@ def assert_same_ids(engine: Any, reference: Any, texts_or_segments: Iterable[Any
     try:
         executors = [LocalExecutor(ref), LocalExecutor(eng)]
         outcomes = [ex.encode(samples) for ex in executors]
-        sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
+        engine_pieces = executors[1].token_bytes if executors[1].capabilities.decode else executors[0].token_bytes
+        sides = [Side(executors[0].spec, executors[0].token_bytes), Side(executors[1].spec, engine_pieces)]
         counts, findings = compare_batch(samples, outcomes, sides, source="assert_same_ids")
     finally:
         for built, spec in ((eng, engine), (ref, reference)):
             if spec in owned:
                 built.close()
-    skipped = counts.engine(eng.spec)["skipped"] + counts.engine(ref.spec)["skipped"]
+    skipped = not_compared(samples, outcomes, [ex.spec for ex in executors])
     if not findings and not skipped:
         return
     records = [f.to_record()[0] for f in findings]
+    if not executors[1].capabilities.decode:
+        for record in records:
+            if "pieces" in record.get("actual", {}):
+                record["actual"]["pieces_from"] = PIECES_BY_REFERENCE
     head = (f"{eng.spec} does not match {ref.spec} on {len(findings)} of {len(samples)} input(s)"
-            + (f"; {skipped} input(s) not compared (an engine declares it cannot handle their "
-               "special-token segments)" if skipped else ""))
+            + (f"; {len(skipped)} input(s) not compared" if skipped else ""))
     shown = [format_finding(r) for r in records[:SHOWN_FINDINGS]]
     more = [f"... and {len(records) - SHOWN_FINDINGS} more"] if len(records) > SHOWN_FINDINGS else []
-    raise ParityError("\n\n".join([head, *shown, *more]), records)
+    shown_skips = [format_skip(item) for item in skipped[:SHOWN_FINDINGS]]
+    more_skips = [f"... and {len(skipped) - SHOWN_FINDINGS} more not compared"] \
+        if len(skipped) > SHOWN_FINDINGS else []
+    raise ParityError("\n\n".join([head, *shown, *more, *shown_skips, *more_skips]), records, skipped)
+
+
+def not_compared(samples: list[Sample], outcomes: list[list], specs: list[str]) -> list[dict[str, Any]]:
+    """Every input an engine was not asked (``verify.outcome.Skipped``), with why."""
+    from verify.outcome import Skipped
+
+    found = []
+    for i, sample in enumerate(samples):
+        for spec, per_engine in zip(specs, outcomes):
+            if isinstance(per_engine[i], Skipped):
+                found.append({"sample_id": sample.id, "engine": spec, "reason": per_engine[i].reason,
+                              "input": [[seg.text, seg.allow_special] for seg in sample.segments]})
+    return found
+
+
+def format_skip(item: dict[str, Any]) -> str:
+    text = json.dumps(item["input"], ensure_ascii=False)
+    if len(text) > INPUT_SHOWN_CHARS:
+        text = f"<{len(text)} characters of JSON, cut>"
+    special = any(allow for _, allow in item["input"])
+    return "\n".join([f"not compared: {item['sample_id']}: {item['engine']} was not asked ({item['reason']})",
+                      f"  input:     {text}", *([f"  remedy:    {SPECIAL_REMEDY}"] if special else [])])
 
 
 def format_finding(record: dict[str, Any]) -> str:
@@ -127,7 +167,8 @@ def format_finding(record: dict[str, Any]) -> str:
             window = record[side]
             lines.append(f"  {name:9}  ids[{window['start']}:] = {window['ids']}")
             if "pieces" in window:
-                lines.append(f"  {'':9}  pieces   = {window['pieces']}")
+                by = f"   ({window['pieces_from']})" if window.get("pieces_from") else ""
+                lines.append(f"  {'':9}  pieces   = {window['pieces']}{by}")
         lines.append(f"  lengths:   reference {record['expected_len']} tokens, engine {record['actual_len']}")
     elif "error" in record:
         lines[0] += f": {record['error'].get('type')}: {record['error'].get('message')}"

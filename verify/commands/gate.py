@@ -5,8 +5,11 @@ found against the suite's allowlist (and, with --baseline, the previous night's 
 and writes OUT/gate.json, OUT/junit.xml and the HTML and CI summaries. The suite format,
 the allowlist and the rules: ci/README.md; the logic: ``verify.gate``.
 
+`verify gate init --candidate SPEC [--reference SPEC] [--profile pr|nightly] [--write PATH]`
+writes a suite for one candidate (``verify.gate.init``) and prints how to run it.
+
 Exit codes: 0 pass, 1 fail, 2 configuration error (suite, allowlist, baseline, or a check
-that cannot start), 3 a harness bug in a check.
+that cannot start), 3 a harness bug in a check. ``init``: 0 written, 2 it cannot be.
 """
 
 from __future__ import annotations
@@ -16,24 +19,73 @@ from pathlib import Path
 from verify.commands.options import default_out
 from verify.errors import UsageError
 
+INIT = "init"
+INIT_ONLY = ("candidate", "reference", "profile", "write", "force")
+RUN_ONLY = ("out", "baseline", "resume")
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("gate", help="run a gate suite (ci/nightly.toml): pass/fail with allowlist and baseline")
-    p.add_argument("suite", type=Path, metavar="SUITE.toml", help="the suite (see ci/README.md)")
+    p = sub.add_parser("gate", help="run a gate suite (ci/nightly.toml): pass/fail with allowlist and baseline; "
+                                    "'gate init' writes one for your engine")
+    p.add_argument("suite", metavar="SUITE.toml|init",
+                   help="the suite (see ci/README.md), or 'init' to write one (--candidate, --profile)")
     p.add_argument("--out", type=Path, metavar="DIR", help="report directory (default reports/gate-TIMESTAMP)")
     p.add_argument("--baseline", type=Path, metavar="PREVIOUS_OUT",
                    help="a previous gate's OUT: list new, fixed and unchanged clusters and the throughput change")
     p.add_argument("--resume", action="store_true",
                    help="continue the gate in --out: finished checks keep their results, a cut-short corpus or "
                         "replay check continues its run; the allowlist is read again")
+    init = p.add_argument_group("gate init")
+    init.add_argument("--candidate", metavar="SPEC", help="init: the engine the suite gates")
+    init.add_argument("--reference", metavar="SPEC",
+                      help="init: the tokenizer it must match (default: engines/reference.toml's for its vocabulary)")
+    init.add_argument("--profile", choices=("pr", "nightly"),
+                      help="init: pr (about five minutes on two cores, for pull requests; the default) or nightly "
+                           "(full sweeps)")
+    init.add_argument("--write", type=Path, metavar="PATH",
+                      help="init: where to write the suite (default gate-PROFILE.toml); an allowlist.toml is put "
+                           "beside it when there is none")
+    init.add_argument("--force", action="store_true", help="init: replace an existing suite file")
+
+
+def _given(args, names) -> list[str]:
+    return [f"--{n}" for n in names if getattr(args, n) not in (None, False)]
 
 
 def run(args) -> int:
+    if args.suite == INIT:
+        return run_init(args)
+    stray = _given(args, INIT_ONLY)
+    if stray:
+        raise UsageError(f"{', '.join(stray)} belong(s) to 'verify gate init', not to running a suite")
     from verify.gate.runner import run_gate
 
+    suite = Path(args.suite)
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the gate to continue)")
-    if not args.suite.is_file():
-        raise UsageError(f"suite {args.suite} not found")
-    return run_gate(args.suite, args.out or default_out("gate"), baseline=args.baseline, resume=args.resume,
+    if not suite.is_file():
+        raise UsageError(f"suite {suite} not found")
+    return run_gate(suite, args.out or default_out("gate"), baseline=args.baseline, resume=args.resume,
                     argv=args.argv).exit_code
+
+
+def run_init(args) -> int:
+    from verify.gate.init import default_path, init_suite
+
+    stray = _given(args, RUN_ONLY)
+    if stray:
+        raise UsageError(f"{', '.join(stray)} belong(s) to running a suite, not to 'verify gate init'")
+    if not args.candidate:
+        raise UsageError("verify gate init needs --candidate SPEC (the engine the suite gates)")
+    profile = args.profile or "pr"
+    written = init_suite(args.candidate, args.reference, profile, args.write or default_path(profile), args.force)
+    print(f"wrote {written.path}: {profile} gate for {args.candidate} against {written.reference} "
+          f"({len(written.checks)} checks: {', '.join(written.checks)})")
+    if written.allowlist is not None:
+        print(f"wrote {written.allowlist}: the allowlist it names (empty: every cluster found fails the gate)")
+    for note in written.notes:
+        print(f"note: {note}")
+    print(f"run it:   verify gate {written.path} --out gate-out")
+    print(f"then:     open gate-out/report.html; accept known clusters in {written.path.parent / 'allowlist.toml'} "
+          f"(reason, link, expires); later nights: --baseline PREVIOUS_GATE_OUT")
+    return 0

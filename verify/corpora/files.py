@@ -5,7 +5,10 @@ local path or an fsspec URL (``verify.corpora.remote``); local files never touch
 Every sample id lets a user find the input again: the record's id field when it
 has one, else ``file:line`` (text, JSONL read whole), ``file@byte`` (a large file
 read by byte ranges: the offset of the line's first byte) or ``file:rowN``
-(Parquet). A record that cannot become a sample (bad JSON, invalid UTF-8, a
+(Parquet). A large ``.zst`` file made of several frames that declare their sizes
+(pzstd, the seekable format, any writer that flushes frames) is read by byte ranges
+of its decompressed stream too, each starting at a frame (``zstd_frames``), with the
+same ``file@byte`` ids. A record that cannot become a sample (bad JSON, invalid UTF-8, a
 missing or non-text field, a lone surrogate, or a file that stops being readable)
 is yielded as a ``BadRecord`` with its position: never dropped silently, never
 the end of the run. A listed file that does not exist (a partial mirror) is one
@@ -61,31 +64,29 @@ def open_binary(path: PathLike) -> IO[bytes]:
     return remote.open_raw(path)
 
 
-def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None) -> Iterator[tuple[str, bytes | None, str | None]]:
+def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None,
+               frames: tuple[int, int] | None = None) -> Iterator[tuple[str, bytes | None, str | None]]:
     """``(position, line bytes, None)`` per line, or ``(position, None, reason)`` once when the
     file stops being readable. Whole files number lines from 1; a byte range yields the
-    lines whose first byte lies in ``[start, stop)``, positioned by that byte."""
+    lines whose first byte lies in ``[start, stop)``, positioned by that byte. ``frames``
+    (a zstd file's ``(seek, base)``: the compressed offset of the frame where reading
+    starts and that frame's offset in the decompressed stream) makes the range one of the
+    decompressed stream."""
     position = f"{path}:1"
     try:
-        with (remote.open_raw(path) if byte_range else open_binary(path)) as fh:
-            if byte_range is None:
+        if byte_range is None:
+            with open_binary(path) as fh:
                 for lineno, raw in enumerate(fh, 1):
                     position = f"{path}:{lineno}"
                     yield position, raw, None
-                return
-            start, stop = byte_range
-            offset = start
-            if start > 0:
-                fh.seek(start - 1)
-                if fh.read(1) != b"\n":  # mid-line: that line belongs to the previous range
-                    offset = start + len(fh.readline())
-            while offset < stop:
-                raw = fh.readline()
-                if not raw:
-                    return
-                position = f"{path}@{offset}"
+            return
+        start, stop = byte_range
+        with (_zstd_from(path, frames[0]) if frames else remote.open_raw(path)) as fh:
+            at = frames[1] if frames else max(0, start - 1)
+            if not frames and start > 0:
+                fh.seek(at)
+            for position, raw in _range_lines(fh, path, start, stop, at):
                 yield position, raw, None
-                offset += len(raw)
     except FileNotFoundError as exc:  # listed (a paths file) but absent: a partial mirror
         yield position, None, missing_reason(exc)
     except (OSError, EOFError) as exc:
@@ -94,13 +95,95 @@ def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None) -> Iterator[t
         yield position, None, f"file unreadable from here on ({type(exc).__name__}: {exc})"
 
 
+def _range_lines(fh: IO[bytes], path: PathLike, start: int, stop: int, at: int) -> Iterator[tuple[str, bytes]]:
+    """The lines whose first byte lies in ``[start, stop)`` of a stream whose next byte is at
+    offset ``at`` (``at <= max(0, start - 1)``), each positioned by that first byte."""
+    offset = start
+    if start > 0:
+        _skip(fh, start - 1 - at)
+        if fh.read(1) != b"\n":  # mid-line: that line belongs to the previous range
+            offset = start + len(fh.readline())
+    while offset < stop:
+        raw = fh.readline()
+        if not raw:
+            return
+        yield f"{path}@{offset}", raw
+        offset += len(raw)
+
+
+def _skip(fh: IO[bytes], n: int, chunk: int = 1 << 20) -> None:
+    while n > 0:
+        got = len(fh.read(min(n, chunk)))
+        if not got:
+            return
+        n -= got
+
+
+def _zstd_from(path: PathLike, seek: int) -> IO[bytes]:
+    """A local zstd file decompressed from the frame at compressed offset ``seek`` on."""
+    import zstandard
+
+    raw = open(path, "rb")
+    raw.seek(seek)
+    return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True))
+
+
+ZSTD_MAGIC = 0xFD2FB528
+ZSTD_SKIPPABLE = 0x184D2A50  # the 16 magics 0x184D2A50..5F, masked with 0xFFFFFFF0
+
+
+def zstd_frames(path: PathLike) -> list[tuple[int, int]] | None:
+    """``(compressed offset, decompressed size)`` of every data frame of a local zstd file,
+    read from frame and block headers only (no decompression); ``None`` when a frame does
+    not declare its size (a streamed single frame: the file cannot be cut without
+    decompressing it) or the headers do not add up to the file."""
+    import zstandard
+
+    frames: list[tuple[int, int]] = []
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        pos = 0
+        while pos < size:
+            fh.seek(pos)
+            head = fh.read(18)  # a frame header is at most 18 bytes with its magic
+            magic = int.from_bytes(head[:4], "little") if len(head) >= 4 else None
+            if magic is not None and magic & 0xFFFFFFF0 == ZSTD_SKIPPABLE and len(head) >= 8:
+                pos += 8 + int.from_bytes(head[4:8], "little")  # a seek table or user data
+                continue
+            if magic != ZSTD_MAGIC:
+                return None
+            try:
+                params = zstandard.get_frame_parameters(head)
+                header = zstandard.frame_header_size(head)
+            except zstandard.ZstdError:
+                return None
+            if params.content_size >= zstandard.CONTENTSIZE_ERROR:
+                return None
+            start, pos = pos, pos + header
+            while True:  # block headers: 3 bytes, little-endian: last (1 bit), type (2), size (21)
+                fh.seek(pos)
+                block = fh.read(3)
+                if len(block) < 3:
+                    return None
+                value = int.from_bytes(block, "little")
+                kind, last = (value >> 1) & 3, value & 1
+                if kind == 3:
+                    return None
+                pos += 3 + (1 if kind == 1 else value >> 3)
+                if last:
+                    break
+            pos += 4 if params.has_checksum else 0
+            frames.append((start, params.content_size))
+    return frames if pos == size else None
+
+
 def missing_reason(exc: Exception) -> str:
     """The one reason every listed-but-absent file is reported with, whichever reader found it."""
     return f"file not found (listed, but missing from the corpus: a partial mirror?) ({exc})"
 
 
-def _decoded_lines(path: PathLike, byte_range) -> Iterator[tuple[str, str | None, BadRecord | None]]:
-    for position, raw, failure in _raw_lines(path, byte_range):
+def _decoded_lines(path: PathLike, byte_range, frames=None) -> Iterator[tuple[str, str | None, BadRecord | None]]:
+    for position, raw, failure in _raw_lines(path, byte_range, frames):
         if failure is not None:
             yield position, None, BadRecord(position, failure, None)
             return
@@ -110,18 +193,19 @@ def _decoded_lines(path: PathLike, byte_range) -> Iterator[tuple[str, str | None
             yield position, None, BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
 
 
-def read_text(path: PathLike, byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
+def read_text(path: PathLike, byte_range: tuple[int, int] | None = None,
+              frames: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per line, newline included (tokenizers see line ends)."""
-    for position, line, bad in _decoded_lines(path, byte_range):
+    for position, line, bad in _decoded_lines(path, byte_range, frames):
         yield bad if bad is not None else Sample.plain(position, line)
 
 
 def read_jsonl(path: PathLike, text_field: str, id_field: str,
-               byte_range: tuple[int, int] | None = None) -> Iterator[Record]:
+               byte_range: tuple[int, int] | None = None, frames: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per record. A record with ``segments: [[text, allow_special], ...]``
     becomes a segmented sample; otherwise ``text_field`` is its text. Blank lines are
     not records."""
-    for position, line, bad in _decoded_lines(path, byte_range):
+    for position, line, bad in _decoded_lines(path, byte_range, frames):
         if bad is not None:
             yield bad
             continue
@@ -191,6 +275,15 @@ def parquet_row_groups(path: PathLike, text_field: str) -> tuple[list[str], list
         if text_field not in names:
             raise CorpusError(f"{path}: no column '{text_field}' (columns: {', '.join(names)}; use --text-field)")
         return names, [meta.metadata.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    finally:
+        meta.close()
+
+
+def parquet_row_group_bytes(path: PathLike) -> list[int]:
+    """The uncompressed size of each row group of a local Parquet file (its footer only)."""
+    meta = open_parquet(path)
+    try:
+        return [meta.metadata.row_group(i).total_byte_size for i in range(meta.num_row_groups)]
     finally:
         meta.close()
 

@@ -6,6 +6,9 @@ descriptor alone on any machine (``Shard.from_json(shard.to_json())``):
   generated    an index range of the generated corpus (seed, documents, long_documents)
   file         a whole file (compressed files, small files, remote Parquet files)
   byte-range   the lines of an uncompressed .txt/.jsonl file whose first byte is in [start, stop)
+  zstd-frames  the same in the decompressed stream of a local .zst file of several frames that
+               declare their sizes; ``extra["zstd"]`` says where to start decompressing
+               (``seek``: a frame's compressed offset, ``base``: its decompressed offset)
   row-groups   a range of a local Parquet file's row groups
   hf           one shard of a ``datasets`` dataset (``verify.corpora.hf_datasets``):
                ``path`` the dataset, ``extra`` its config, split, shard index and count
@@ -13,6 +16,11 @@ descriptor alone on any machine (``Shard.from_json(shard.to_json())``):
 A file shard's ``path`` is a local path or an fsspec URL (``verify.corpora.remote``);
 ``extra`` carries source-specific fields, e.g. a partitioned corpus' partition fields
 (``{"quality": "high", "kind": "actual"}``), so results can say where they came from.
+
+Large files are cut to about ``SPLIT_BYTES`` (the target shard size) where the format
+allows: uncompressed text/JSONL by byte ranges, zstd by groups of frames, Parquet by
+groups of row groups (also closed at ``MIN_SHARD_ROWS``). A gzip file, or a zstd file
+of one frame, cannot be entered in the middle: it is one shard.
 
 ``limit`` caps the records read from the shard (``--limit`` on the corpus);
 ``sample_rate``/``sample_seed`` keep a deterministic fraction of its records
@@ -23,7 +31,9 @@ every shard kind, every executor and every resume picks the same ones.
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
@@ -31,10 +41,12 @@ import xxhash
 
 from verify.corpora import files, remote
 from verify.corpora.remote import PathLike
+from verify.rundir.status import heartbeat_records
 from verify.sample import BadRecord, Sample
 
-KINDS = ("generated", "file", "byte-range", "row-groups", "hf")
-SPLIT_BYTES = 64 << 20  # uncompressed text/JSONL files above this are read by byte ranges
+KINDS = ("generated", "file", "byte-range", "zstd-frames", "row-groups", "hf")
+SPLIT_BYTES = 64 << 20  # the target shard size: files above it are cut where their format allows
+ZSTD_WALK_BYTES = 1 << 20  # a local .zst file above this (compressed) has its frame headers read
 MIN_SHARD_ROWS = 10_000  # consecutive small Parquet row groups are joined up to this many rows
 GENERATED_SHARD_DOCUMENTS = 16
 
@@ -63,7 +75,7 @@ class Shard:
             base = self.path
         elif self.kind == "agent":
             base = f"agent:{self.extra.get('seed', 0)}[{self.start}:{self.stop}]"
-        elif self.kind == "byte-range":
+        elif self.kind in ("byte-range", "zstd-frames"):
             base = f"{self.path}@{self.start}-{self.stop}"
         elif self.kind == "hf":
             base = f"{hf_label(self)}/shard-{self.extra['shard']}-of-{self.extra['shards']}"
@@ -86,8 +98,10 @@ class Shard:
         return cls(**doc)
 
     def records(self) -> Iterator[Sample | BadRecord]:
-        """Every record of the shard, in order, after ``--sample`` and ``limit``."""
-        records = read_shard(self)
+        """Every record of the shard, in order, after ``--sample`` and ``limit``; a worker
+        of a run shows how far it has read (``verify.rundir.status``)."""
+        ranged = self.kind in ("byte-range", "zstd-frames")
+        records = heartbeat_records(read_shard(self), self.id, self.stop - self.start if ranged else None)
         if self.sample_rate is not None:
             records = (r for r in records if keep_record(self.sample_seed, self.sample_rate, _position(r)))
         if self.limit is not None:
@@ -110,6 +124,7 @@ READERS = {
     "generated": "verify.corpora.readers:read_generated",
     "file": "verify.corpora.readers:read_local",
     "byte-range": "verify.corpora.readers:read_local",
+    "zstd-frames": "verify.corpora.shards:read_zstd_frames",
     "row-groups": "verify.corpora.readers:read_local",
     "hf": "verify.corpora.hf_datasets:read_hf_shard",
     "traces": "verify.corpora.traces.sources:read_trace_shard",
@@ -127,6 +142,14 @@ def read_shard(shard: Shard) -> Iterator[Sample | BadRecord]:
         raise ValueError(f"shard kind {shard.kind!r} has no records (it is a hunt's shard)")
     module, _, name = where.partition(":")
     return getattr(importlib.import_module(module), name)(shard)
+
+
+def read_zstd_frames(shard: Shard) -> Iterator[Sample | BadRecord]:
+    frames = (shard.extra["zstd"]["seek"], shard.extra["zstd"]["base"])
+    rng = (shard.start, shard.stop)
+    if files.base_suffix(shard.path) in files.TEXT_SUFFIXES:
+        return files.read_text(shard.path, rng, frames)
+    return files.read_jsonl(shard.path, shard.text_field, shard.id_field, rng, frames)
 
 
 def _position(record) -> str:
@@ -153,11 +176,13 @@ def generated_shards(source: str, seed: int, documents: int, long_documents: int
 
 
 def file_shards(source: str, path: PathLike, text_field: str, id_field: str, *, size: int | None = None,
-                extra: dict[str, Any] | None = None) -> list[Shard]:
-    """The shards of one file. A local Parquet file is cut by row groups (its footer is
-    read); a remote one is one shard, opened only when it runs (the caller checks one
-    file's columns). An uncompressed text/JSONL file above ``SPLIT_BYTES`` is cut into
-    byte ranges (``size``: from the listing, else asked for)."""
+                extra: dict[str, Any] | None = None, target_bytes: int | None = None) -> list[Shard]:
+    """The shards of one file, each about ``target_bytes`` (default ``SPLIT_BYTES``) where the
+    format allows. A local Parquet file is cut by row groups (its footer is read); a remote
+    one is one shard, opened only when it runs (the caller checks one file's columns). An
+    uncompressed text/JSONL file is cut into byte ranges (``size``: from the listing, else
+    asked for); a local zstd file of several sized frames into groups of frames."""
+    target = target_bytes or SPLIT_BYTES
     url = remote.is_url(path)
     common = {"source": source, "path": path if url else str(path), "text_field": text_field,
               "id_field": id_field, "extra": dict(extra or {})}
@@ -166,20 +191,53 @@ def file_shards(source: str, path: PathLike, text_field: str, id_field: str, *, 
         if url:
             return [Shard(kind="file", **common)]
         _, rows = files.parquet_row_groups(path, text_field)
-        shards, first, count = [], 0, 0
+        sizes = files.parquet_row_group_bytes(path)
+        shards, first, count, nbytes = [], 0, 0, 0
         for i, n in enumerate(rows):
-            count += n
-            if count >= MIN_SHARD_ROWS or i == len(rows) - 1:
+            count, nbytes = count + n, nbytes + sizes[i]
+            if count >= MIN_SHARD_ROWS or nbytes >= target or i == len(rows) - 1:
                 shards.append(Shard(kind="row-groups", start=first, stop=i + 1, **common))
-                first, count = i + 1, 0
+                first, count, nbytes = i + 1, 0, 0
         return shards or [Shard(kind="row-groups", start=0, stop=0, **common)]
     if files.is_compressed(path):
+        if not url and remote.name_of(path).lower().endswith((".zst", ".zstd")):
+            return _zstd_shards(path, target, common)
         return [Shard(kind="file", **common)]
     size = remote.size(path) if size is None else size
-    if size <= SPLIT_BYTES:
+    if size <= target:
         return [Shard(kind="file", **common)]
-    return [Shard(kind="byte-range", start=a, stop=min(a + SPLIT_BYTES, size), **common)
-            for a in range(0, size, SPLIT_BYTES)]
+    return [Shard(kind="byte-range", start=a, stop=min(a + target, size), **common)
+            for a in range(0, size, target)]
+
+
+def _zstd_shards(path: PathLike, target: int, common: dict[str, Any]) -> list[Shard]:
+    """Groups of whole frames of about ``target`` decompressed bytes; one ``file`` shard when
+    the file is small, or one frame, or its frames do not declare their sizes. Each group's
+    reading starts at the frame holding the byte before it (is that byte a line end?)."""
+    try:
+        frames = files.zstd_frames(path) if os.path.getsize(path) > ZSTD_WALK_BYTES else None
+    except OSError:  # missing or unreadable: the reader reports it, at its first position
+        frames = None
+    if not frames or sum(n for _, n in frames) <= target:
+        return [Shard(kind="file", **common)]
+    starts = []  # (compressed offset, decompressed offset) of every frame
+    base = 0
+    for seek, n in frames:
+        starts.append((seek, base))
+        base += n
+    offsets = [at for _, at in starts]
+    shards: list[Shard] = []
+    group_start = 0
+    for i, (_, at) in enumerate(starts):
+        end = at + frames[i][1]
+        if (end - group_start >= target or i == len(frames) - 1) and end > group_start:
+            # the frame holding the byte before the group (it tells whether the group starts a line)
+            lead = bisect.bisect_right(offsets, group_start - 1) - 1 if group_start > 0 else 0
+            zstd = {"seek": starts[lead][0], "base": starts[lead][1]}
+            shards.append(Shard(kind="zstd-frames", start=group_start, stop=end,
+                                **{**common, "extra": {**common["extra"], "zstd": zstd}}))
+            group_start = end
+    return shards if len(shards) > 1 else [Shard(kind="file", **common)]  # one frame: ids stay file:line
 
 
 def count_records(shard: Shard) -> int:

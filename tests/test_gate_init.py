@@ -1,0 +1,172 @@
+"""`verify gate init`: a suite written for one candidate -- the reference for its vocabulary,
+the checks it can take part in (from its capabilities), the budgets of the profile -- that
+loads as a suite, says how to run it, and (slow) runs as the pr profile for kitoken on
+o200k_base finding kitoken's known clusters."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from verify.gate.init import Facts, plan_checks, speed_scale
+from verify.gate.suite import load_suite
+
+PLAIN_PLUGIN = '''
+from tokenizers import Tokenizer
+
+class Engine:
+    """Plain text only, no sessions: what a team's first adapter looks like."""
+    def __init__(self):
+        self.tok = Tokenizer.from_file(PATH)
+    def encode_batch(self, texts):
+        return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=False)]
+
+class Session:
+    def __init__(self, tok):
+        self.tok, self.text = tok, ""
+    def append(self, text):
+        self.text += text
+        return self.tok.encode(self.text, add_special_tokens=False).ids
+
+class Sessions:
+    """A stateful plain-text engine."""
+    def __init__(self):
+        self.tok = Tokenizer.from_file(PATH)
+    def open_session(self, state=None):
+        return Session(self.tok)
+
+def plain():
+    return Engine()
+
+def sessions():
+    return Sessions()
+'''
+
+
+@pytest.fixture
+def plugins(plugin_dir, tiny_tokenizer_json):
+    (plugin_dir / "init_plugins.py").write_text(PLAIN_PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
+
+
+def rows_of(suite) -> dict:
+    return {c.name: c for c in suite.checks}
+
+
+def facts(**kw) -> Facts:
+    base = {"spec": "x:y", "vocab": "cl100k_base", "special_tokens": True, "sessions": False, "decode": True,
+            "slowness": 1.0}
+    return Facts(**{**base, **kw})
+
+
+def test_init_writes_a_pr_suite_for_kitoken_on_o200k_that_loads_and_says_how_to_run_it(tmp_path):
+    pytest.importorskip("kitoken")
+    path = tmp_path / "ci" / "pr.toml"
+    proc = run_cli("gate", "init", "--candidate", "kitoken:o200k_base", "--profile", "pr", "--write", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert f"run it:   verify gate {path} --out gate-out" in proc.stdout
+    suite = load_suite(path)
+    assert suite.reference == "tiktoken-o200k" and suite.candidates == ["kitoken:o200k_base"]
+    assert suite.allowlist == path.parent / "allowlist.toml" and suite.allowlist.is_file()
+    checks = rows_of(suite)
+    # kitoken honours special tokens and has no sessions: whole transcripts are replayed, skips allowed there only
+    assert list(checks) == ["corpus", "agent-replay", "fuzz", "unicode", "vocab", "metamorphic", "length"]
+    assert checks["agent-replay"].allow_skipped and not checks["corpus"].allow_skipped
+    assert checks["corpus"].options["sample"] == 0.2 and checks["vocab"].options["limit"] == 2000
+    assert checks["fuzz"].options["seed"] == 1 and checks["length"].options["max_chars"] == 30000
+    assert "special" in checks["length"].options["kinds"]
+    text = path.read_text()
+    assert text.startswith("# The pr gate for kitoken:o200k_base against tiktoken-o200k on o200k_base.")
+    # a second init does not overwrite a suite, nor an allowlist someone has filled in
+    again = run_cli("gate", "init", "--candidate", "kitoken:o200k_base", "--write", str(path))
+    assert again.returncode == 2 and "--force" in again.stderr and len(again.stderr.strip().splitlines()) == 1
+    (path.parent / "allowlist.toml").write_text("# ours\n")
+    forced = run_cli("gate", "init", "--candidate", "kitoken:o200k_base", "--write", str(path), "--force")
+    assert forced.returncode == 0 and (path.parent / "allowlist.toml").read_text() == "# ours\n"
+
+
+def test_a_candidate_with_regression_cases_gets_a_recheck_and_nightly_sweeps_in_full(tmp_path):
+    pytest.importorskip("kitoken")
+    path = tmp_path / "nightly.toml"
+    proc = run_cli("gate", "init", "--candidate", "kitoken:cl100k_base", "--profile", "nightly", "--write", str(path))
+    assert proc.returncode == 0, proc.stderr
+    suite = load_suite(path)
+    checks = rows_of(suite)
+    assert suite.reference == "tiktoken-cl100k" and "recheck" in checks  # adversarial/regressions has kitoken cl100k cases
+    assert checks["unicode"].options == {"full": True} and "limit" not in checks["vocab"].options
+    assert "sample" not in checks["corpus"].options and checks["length"].options["max_chars"] == 500000
+    assert checks["fuzz"].options["examples"] > 400 and "seed" not in checks["fuzz"].options
+
+
+def test_a_plain_text_plugin_needs_a_reference_and_gets_skips_allowed_where_inputs_carry_specials(
+        tmp_path, plugins, tiny_spec):
+    path = tmp_path / "pr.toml"
+    proc = run_cli("gate", "init", "--candidate", "python:init_plugins:plain", "--write", str(path))
+    assert proc.returncode == 2 and not path.exists()
+    (line,) = proc.stderr.strip().splitlines()
+    assert "--reference" in line and "vocabulary" in line
+    proc = run_cli("gate", "init", "--candidate", "python:init_plugins:plain", "--reference", tiny_spec,
+                   "--write", str(path))
+    assert proc.returncode == 0, proc.stderr
+    assert "no special-token support" in proc.stdout
+    checks = rows_of(load_suite(path))
+    assert "agent-replay" not in checks and "recheck" not in checks  # no sessions, no specials: nothing to replay
+    assert all(checks[name].allow_skipped for name in ("corpus", "fuzz", "vocab", "length"))
+    assert "special" not in checks["length"].options["kinds"] and not checks["metamorphic"].allow_skipped
+
+
+def test_a_stateful_plain_text_plugin_gets_its_sessions_replayed(tmp_path, plugins, tiny_spec):
+    path = tmp_path / "pr.toml"
+    proc = run_cli("gate", "init", "--candidate", "python:init_plugins:sessions", "--reference", tiny_spec,
+                   "--write", str(path))
+    assert proc.returncode == 0, proc.stderr
+    replay = rows_of(load_suite(path))["agent-replay"]
+    assert replay.kind == "replay" and replay.options["traces"][0].startswith("agent:1:")
+    # the plain template where the replay kind takes one; else the skips are allowed (and each says why)
+    assert replay.options.get("template") == "plain" or replay.allow_skipped
+
+
+def test_budgets_shrink_for_a_slow_candidate_in_pr_only():
+    slow = facts(slowness=40.0)
+    assert speed_scale(facts(), "pr") == 1.0 and speed_scale(slow, "pr") == 0.125 and speed_scale(slow, "nightly") == 1
+    rows = dict((row["name"], row) for _, row in plan_checks(slow, "pr", cases=0, scale=speed_scale(slow, "pr")))
+    assert rows["corpus"]["sample"] == 0.025 and rows["vocab"]["limit"] == 250
+    assert rows["unicode"] == {"name": "unicode", "kind": "unicode", "range": ["0000", "3000"]}
+    full = dict((row["name"], row) for _, row in plan_checks(facts(), "pr", cases=2))
+    assert full["unicode"]["full"] is True and "recheck" in full
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["gate", "init"], "--candidate"),
+    (["gate", "init", "--candidate", "tiktoken:cl100k_base", "--out", "x"], "--out"),
+    (["gate", "init", "--candidate", "tiktoken:cl100k_base", "--reference", "tiktoken:cl100k_base"], "own reference"),
+    (["gate", "ci/nightly.toml", "--candidate", "kitoken:o200k_base"], "gate init"),
+    (["gate", "init", "--candidate", "nosuchadapter:cl100k_base"], "nosuchadapter"),
+])
+def test_init_usage_errors_are_one_line_and_exit_2(tmp_path, argv, words):
+    proc = run_cli(*argv, cwd=None)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert words in line
+
+
+@pytest.mark.slow
+def test_the_pr_suite_for_kitoken_on_o200k_finds_its_known_clusters(tmp_path):
+    """Acceptance: kitoken treats a special-token literal in plain text as a piece boundary
+    (adversarial/regressions/kitoken-0.11.1-special-literal-splits-text); every cluster the
+    suite finds is that cause, from the corpus, the replay, the fuzzer and the vocabulary sweep."""
+    pytest.importorskip("kitoken")
+    path = tmp_path / "pr.toml"
+    assert run_cli("gate", "init", "--candidate", "kitoken:o200k_base", "--write", str(path)).returncode == 0
+    out = tmp_path / "gate-out"
+    proc = run_cli("gate", str(path), "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    gate = json.loads((out / "gate.json").read_text())
+    keys = {c["key"] for c in gate["clusters"]}
+    assert {"ids/Ll+Zs/Latin+Common/letter|space/special", "ids/Sm+Sm/Common+Common/symbol|symbol/special",
+            "ids/Sm+Zs/Common+Common/symbol|space/special"} <= keys
+    assert all("/special" in key for key in keys)  # one cause: ".../special", ".../special/cut-probe"
+    found_by = {check for c in gate["clusters"] for check in c["checks"]}
+    assert {"corpus", "agent-replay", "fuzz", "vocab"} <= found_by
+    assert {c["name"]: c["status"] for c in gate["checks"]}["unicode"] == "pass"
