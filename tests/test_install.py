@@ -132,9 +132,7 @@ def test_every_subcommand_runs_from_the_base_install_and_never_exits_3(base_inst
 
 @pytest.mark.parametrize("argv, extra", [
     (["run", "--corpus", "smoke", "--limit", "5", "--executor", "ray"], "verify-tokenizers[ray]"),
-    pytest.param(["run", "--corpus", "hf:someone/some-dataset", "--limit", "5"], "verify-tokenizers[hf]",
-                 marks=pytest.mark.xfail(strict=True, reason="verify/corpora/hf_datasets.py re-raises the "
-                                                              "ImportError of `datasets` (exit 3): reported")),
+    (["run", "--corpus", "hf:someone/some-dataset", "--limit", "5"], "verify-tokenizers[hf]"),
     pytest.param(["fuzz", "--atheris", "--max-examples", "5"], "verify-tokenizers[fuzz]",
                  marks=pytest.mark.xfail(strict=True, reason="the atheris hint names `pip install atheris`, not "
                                                               "the extra (verify/adversarial/fuzz/atheris_target.py)")),

@@ -72,7 +72,10 @@ def _pick_split(loaded, split: str | None, label: str):
 @lru_cache(maxsize=4)
 def load_split(name: str, config: str | None, split: str | None, saved: bool):
     """The dataset of one split (memoised per process: every shard of a run shares it)."""
-    import datasets
+    try:
+        import datasets
+    except ImportError:
+        raise ConfigError("hf: corpora need the datasets library: pip install 'verify-tokenizers[hf]'") from None
 
     if saved:
         return _pick_split(datasets.load_from_disk(name), split, f"hf:{name}")
@@ -91,7 +94,7 @@ def hf_source(value: str, text_field: str, id_field: str, name: str | None = Non
     saved = is_saved(path)
     try:
         dataset, split = load_split(path, config, split, saved)
-    except (ConfigError, ImportError):
+    except ConfigError:
         raise
     except Exception as exc:  # datasets' own errors: not found, no network, config missing
         raise CorpusError(f"{value}: cannot load the dataset ({_one_line(exc)})") from None
