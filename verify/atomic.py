@@ -30,25 +30,21 @@ def write_json(path: Path, obj: Any, indent: int | None = 2, **dumps: Any) -> Pa
 
 
 def write_bytes(path: Path, data: bytes) -> Path:
-    path = Path(path)
-    tmp = temporary(path)
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+    return _write(path, "wb", (data,))
 
 
 def write_lines(path: Path, lines: Iterable[str]) -> Path:
     """Write ``lines`` (each with its own line end) to ``path`` atomically."""
+    return _write(path, "w", lines)
+
+
+def _write(path: Path, mode: str, parts: Iterable) -> Path:
     path = Path(path)
     tmp = temporary(path)
     try:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            for text in lines:
-                fh.write(text)
+        with open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as fh:
+            for part in parts:
+                fh.write(part)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

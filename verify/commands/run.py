@@ -5,14 +5,13 @@ from __future__ import annotations
 
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import (add_corpus_options, add_engine_options, add_limit_option, add_out_option,
-                                     add_pool_options, check_positive, default_out, engine_options)
+from verify.commands.options import (add_corpus_options, add_engine_options, add_job_options, add_limit_option,
+                                     add_out_option, add_pool_options, check_positive, job_options)
 from verify.errors import UsageError
 
 
 def add_parser(sub) -> None:
     from verify.config import run_defaults
-    from verify.executors.workers import default_workers
     from verify.ledger import DEFAULT_AUDIT_RATE
 
     defaults = run_defaults()
@@ -31,14 +30,6 @@ def add_parser(sub) -> None:
                    help="keep a deterministic fraction RATE (0..1] of every shard's records")
     p.add_argument("--seed", type=int, metavar="S", help="seed for --sample (default 0)")
     p.add_argument("--batch-size", type=int, metavar="N", help="samples per engine call (default 64)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help=f"shard workers, each with every engine (default: the machine's cores, {default_workers()})")
-    p.add_argument("--executor", choices=("local", "ray"), default="local",
-                   help="local: worker processes on this machine (default); ray: actors of a Ray cluster")
-    p.add_argument("--ray-address", metavar="ADDR", help="an existing Ray cluster (default: a local one)")
-    p.add_argument("--ray-actors", type=int, metavar="N", help="engine actors (default: the cluster's CPUs)")
-    p.add_argument("--ray-cpus-per-actor", type=float, default=1.0, metavar="C",
-                   help="CPUs each engine actor reserves (default %(default)s)")
     p.add_argument("--corpus-root", metavar="DIR|URL",
                    help="where a named corpus with a root lives (nemotron-cc: also $NEMOTRON_CC_DIR); "
                         "a directory or an fsspec URL (s3://..., hf://datasets/...)")
@@ -49,31 +40,23 @@ def add_parser(sub) -> None:
     p.add_argument("--ledger-audit", type=float, metavar="RATE",
                    help="fraction of ledger hits the reference re-encodes, another deterministic sample each "
                         f"run; a mismatch is a LedgerCorrupt error, never verified (1: all; default {DEFAULT_AUDIT_RATE:g})")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out: only shards not yet committed run again")
     p.add_argument("--strict", action="store_true",
                    help="a bad corpus record ends the run (exit 2) instead of being reported as bad-input")
-    p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+    add_job_options(p, minimize_budget=120.0)
     add_pool_options(p)
-    p.add_argument("--minimize-budget", type=float, default=120.0, metavar="S",
-                   help="seconds to cluster and minimise findings after the run; 0 disables (default %(default)s)")
 
 
 def run(args) -> int:
-    from verify.executors.workers import RayOptions, default_workers
     from verify.driver import RunOptions, run_job
     from verify.ledger import check_audit_rate
 
     check_positive(args.limit, "--limit")
     check_positive(args.batch_size, "--batch-size")
-    check_positive(args.workers, "--workers")
-    if args.minimize_budget < 0:
-        raise UsageError("--minimize-budget must be 0 (off) or positive")
+    job = job_options(args, "run")  # --workers, --executor ray, --resume, --minimize-budget, the engines
     if args.sample is not None and not 0 < args.sample <= 1:
         raise UsageError("--sample must be a fraction in (0, 1]")
     if args.seed is not None and args.sample is None:
         raise UsageError("--seed goes with --sample")
-    engine_options(args)  # checks --timeout and --memory-limit-mb
     check_audit_rate(args.ledger_audit, "--ledger-audit")
     if args.ledger_audit is not None and not args.ledger:
         raise UsageError("--ledger-audit goes with --ledger")
@@ -83,22 +66,15 @@ def run(args) -> int:
         if not sep or not field:
             raise UsageError(f"--where takes FIELD=VALUE, got '{item}'")
         where[field] = value
-    if args.executor != "ray" and (args.ray_address or args.ray_actors):
-        raise UsageError("--ray-address and --ray-actors go with --executor ray")
-    check_positive(args.ray_actors, "--ray-actors")
-    if args.resume and args.out is None:
-        raise UsageError("--resume needs --out DIR (the run to continue)")
     opts = RunOptions(
         reference=args.reference, candidates=args.candidate, corpora=args.corpus, traces=args.traces,
         trace_format=args.trace_format, trace_template=args.template,
-        out=args.out or default_out("run"), text_field=args.text_field, id_field=args.id_field, limit=args.limit,
+        out=job.out, text_field=args.text_field, id_field=args.id_field, limit=args.limit,
         batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
-        memory_limit_mb=args.memory_limit_mb, executor=args.executor, corpus_root=args.corpus_root, where=where,
-        ray=RayOptions(args.ray_address, args.ray_actors, args.ray_cpus_per_actor), ledger=args.ledger,
-        ledger_audit=args.ledger_audit,
-        workers=args.workers or default_workers(), progress=False if args.no_progress else None,
-        minimize_budget_s=args.minimize_budget, resume=args.resume, argv=args.argv,
+        memory_limit_mb=args.memory_limit_mb, executor=job.executor, corpus_root=args.corpus_root, where=where,
+        ray=job.ray, ledger=args.ledger, ledger_audit=args.ledger_audit, workers=job.workers, progress=job.progress,
+        minimize_budget_s=job.minimize_budget_s, resume=job.resume, argv=args.argv,
     )
     result = run_job(opts)
     print(one_line(result.counts, result.out, result.complete))

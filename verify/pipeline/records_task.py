@@ -13,8 +13,6 @@ from verify.batches import batched, encode_all
 from verify.comparison import Side, compare_batch
 from verify.corpora.shards import Shard
 from verify.counts import Counts
-from verify.errors import CorpusError
-from verify.findings import bad_input_record
 from verify.keys import ids_digest, input_key
 from verify.outcome import Failure, Recorded, agree, is_ids
 from verify.pipeline.session_task import run_session_shard
@@ -118,11 +116,7 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
         samples = []
         for record in batch:
             if isinstance(record, BadRecord):
-                if strict:
-                    raise CorpusError(f"{record.position}: {record.reason}")
-                result.records.append(bad_input_record(shard.source, record.position, record.reason, record.raw))
-                result.counts.bad_records += 1
-                result.counts.findings += 1
+                result.add_bad_record(shard.source, record, strict)
             else:
                 samples.append(record)
         if not samples:

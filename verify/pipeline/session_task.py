@@ -25,8 +25,7 @@ from verify.comparison import sample_size
 from verify.corpora.traces.model import coalesce
 from verify.counts import Counts, worst
 from verify.engines.sessions import apply_update
-from verify.errors import CorpusError
-from verify.findings import Finding, bad_input_record, describe_divergence, describe_failure
+from verify.findings import Finding, describe_divergence, describe_failure
 from verify.keys import input_key
 from verify.outcome import REFERENCE_FAILED, SESSION_ENDED, SKIPPED, Failure, Skipped, agree, is_ids, state_of
 from verify.rundir.result import ShardResult
@@ -43,11 +42,7 @@ def run_session_shard(index: int, shard, executors: Sequence, *, strict: bool = 
         result.counts.engine(ex.spec)
     for record in shard.records():
         if isinstance(record, BadRecord):
-            if strict:
-                raise CorpusError(f"{record.position}: {record.reason}")
-            result.records.append(bad_input_record(shard.source, record.position, record.reason, record.raw))
-            result.counts.bad_records += 1
-            result.counts.findings += 1
+            result.add_bad_record(shard.source, record, strict)
             continue
         replay_session(record, executors, result, shard.source)
     result.seconds = time.monotonic() - started

@@ -29,3 +29,15 @@ class ShardResult:
         self.records.append(record)
         if stored is not None:
             self.stored_inputs.append(stored)
+
+    def add_bad_record(self, source: str | None, bad, strict: bool) -> None:
+        """A corpus record that is no sample: a ``bad-input`` finding, or with ``strict`` the end
+        of the run (``CorpusError``, exit 2)."""
+        from verify.errors import CorpusError
+        from verify.findings import bad_input_record
+
+        if strict:
+            raise CorpusError(f"{bad.position}: {bad.reason}")
+        self.records.append(bad_input_record(source, bad.position, bad.reason, bad.raw))
+        self.counts.bad_records += 1
+        self.counts.findings += 1
