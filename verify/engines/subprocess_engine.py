@@ -20,21 +20,35 @@ contain ``?``; put such a command in a script, or in an engines/*.toml entry):
 ``max_restarts``    give up restarting after this many (default 20)
 
 The adapter's capabilities are the ones the child declares in its handshake.
+Entry points (``verify.engines.base``): the protocol's ``texts`` request is
+``batch`` (up to ``max_batch`` texts per request); a child that declares segments
+also has ``segments`` (the ``segments`` request, a batch of samples per request),
+which is then the default for samples, as before (``?entry=batch`` sends every
+sample segment by segment in ``texts`` requests instead).
 Anything the child does wrong -- exits, writes a line that is not a protocol
 message, answers out of order, stays silent past the timeout -- raises
 :class:`EngineProcessError` carrying the tail of the child's stderr; an error the
 child reports for one request raises :class:`EngineRequestError` (a subclass)
 with the child's own message. Either becomes an error finding in the harness.
+
+The child leads a process group of its own: closing the adapter, or giving up on a hung
+child, kills the group (the child and whatever it started). A watchdog process kills the
+group when the process that started the child goes without closing it (kill -9 of the run,
+or of the isolated worker holding this engine after a hang): no engine process outlives a run.
 """
 
 from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import json
+import os
 import queue
 import shlex
+import signal
 import subprocess
+import sys
 import threading
 import weakref
 from typing import Any, Sequence
@@ -50,6 +64,14 @@ PROTOCOL_FAMILY = "verify-tokenize/"
 STDERR_TAIL_LINES = 40
 STDERR_TAIL_CHARS = 4000
 _EOF = object()
+# the watchdog: reads its stdin to the end; "released" means the group was already ended
+_WATCHDOG = ("import os, signal, sys\n"
+             "word = sys.stdin.buffer.read()\n"
+             "if word != b'released':\n"
+             "    try:\n"
+             "        os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
+             "    except OSError:\n"
+             "        pass\n")
 
 
 class EngineProcessError(RuntimeError):
@@ -86,9 +108,11 @@ class _Child:
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                start_new_session=True,  # its own process group: it and its children end together
             )
         except OSError as exc:
             raise ConfigError(f"cannot start engine process {shlex.join(argv)!r}: {exc}") from exc
+        self.watchdog = _start_watchdog(self.proc.pid)
         self.lines: queue.Queue = queue.Queue()
         self.stderr: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._out = threading.Thread(target=self._read_stdout, daemon=True, name=f"verify-stdout-{self.proc.pid}")
@@ -97,7 +121,7 @@ class _Child:
         self._out.start()
         self._err.start()
         # Reap the child even when nobody calls close() (GC, interpreter exit).
-        self._finalizer = weakref.finalize(self, _Child._terminate, self.proc)
+        self._finalizer = weakref.finalize(self, _Child._terminate, self.proc, self.watchdog)
 
     def _read_stdout(self) -> None:
         _drain(self.proc.stdout, self.lines.put)
@@ -123,7 +147,7 @@ class _Child:
             return None
 
     @staticmethod
-    def _terminate(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    def _terminate(proc: subprocess.Popen, watchdog: subprocess.Popen | None, grace: float = 5.0) -> None:
         if proc.stdin and not proc.stdin.closed:
             try:
                 proc.stdin.close()  # EOF on stdin is the polite "please exit"
@@ -132,20 +156,51 @@ class _Child:
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            pass
+        _kill_group(proc.pid)  # a hung child, and whatever the child left running
+        proc.wait()
+        _release_watchdog(watchdog)
 
     def close(self, grace: float = 5.0) -> None:
         self._finalizer.detach()
-        _Child._terminate(self.proc, grace)
+        _Child._terminate(self.proc, self.watchdog, grace)
         self._out.join(timeout=1.0)
         self._err.join(timeout=1.0)
+
+
+def _start_watchdog(group: int) -> subprocess.Popen | None:
+    """Kills process group ``group`` when its stdin closes without a word (its holder is gone);
+    in a session of its own, so that a kill of the run's process group spares it."""
+    try:
+        return subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, str(group)], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except OSError:  # no watchdog: the group still ends with close()
+        return None
+
+
+def _release_watchdog(watchdog: subprocess.Popen | None) -> None:
+    if watchdog is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        watchdog.stdin.write(b"released")
+    with contextlib.suppress(OSError, ValueError):
+        watchdog.stdin.close()
+    try:
+        watchdog.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        watchdog.kill()
+        watchdog.wait()
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(group, signal.SIGKILL)
 
 
 def _capabilities_from(declared: Any) -> Capabilities:
     if not isinstance(declared, dict):
         raise ValueError("'capabilities' must be an object")
-    flags = {}
+    flags: dict[str, Any] = {}
     for key in ("special_tokens", "segments", "decode"):
         value = declared.get(key, False)
         if not isinstance(value, bool):
@@ -155,14 +210,16 @@ def _capabilities_from(declared: Any) -> Capabilities:
     if device not in ("cpu", "gpu"):
         raise ValueError(f"capability 'device' must be \"cpu\" or \"gpu\", got {device!r}")
     unicode_version = declared.get("unicode_version")
+    entry_points = ("batch", "segments") if flags["segments"] else ("batch",)
     return Capabilities(device=device, unicode_version=None if unicode_version is None else str(unicode_version),
-                        **flags)
+                        entry_points=entry_points, **flags)
 
 
 class SubprocessEngine(Adapter):
     adapter_name = "subprocess"
     package = None
-    capabilities = Capabilities(special_tokens=False, segments=False, decode=False)  # until the handshake
+    capabilities = Capabilities(special_tokens=False, segments=False, decode=False,
+                                entry_points=("batch",))  # until the handshake
 
     def __init__(self, target, options=None, spec=None):
         super().__init__(target, options, spec)
@@ -187,6 +244,7 @@ class SubprocessEngine(Adapter):
         self.capabilities = _capabilities_from(self.handshake["capabilities"])
         self.vocab_name = self.handshake.get("vocab")
         self.vocab_sha256 = self.handshake.get("vocab_sha256")
+        self.check_entry()
 
     def _float_option(self, name: str, default: float, minimum: float | None = None) -> float:
         raw = self.options.get(name, default)
@@ -309,7 +367,7 @@ class SubprocessEngine(Adapter):
         except ValueError as exc:
             raise EngineProcessError(f"engine process returned malformed token ids: {exc}") from exc
 
-    def encode_texts(self, texts, allow_special):
+    def encode_many(self, texts, allow_special):
         out: list[np.ndarray] = []
         for start in range(0, len(texts), self.max_batch):
             chunk = list(texts[start:start + self.max_batch])
@@ -328,8 +386,10 @@ class SubprocessEngine(Adapter):
         return out
 
     def encode_batch(self, samples: Sequence[Sample]) -> list[np.ndarray]:
-        if self.capabilities.segments:
-            return self._encode_samples(samples)  # one request per batch, not one per sample
+        if self.capabilities.segments and self.entry != "batch":
+            out = self._encode_samples(samples)  # one request per batch, not one per sample
+            self.ran("segments", -(-len(samples) // self.max_batch), len(samples))
+            return out
         return super().encode_batch(samples)
 
     def token_bytes(self, ids):

@@ -31,6 +31,7 @@ from typing import Any, Sequence
 
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
+from verify.executors.isolated import Lifeline, kill_tree
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.executors.threads import unpin_threads
 from verify.outcome import Failure, Outcome
@@ -268,7 +269,8 @@ def _serve(listener: Listener, pool: EnginePool, control) -> None:
 
 
 def _device_main(control, address: str, specs: tuple[str, ...], optional: tuple[str, ...],
-                 options: EngineOptions, device: str) -> None:
+                 options: EngineOptions, device: str, lifeline: Lifeline) -> None:
+    lifeline.hold()  # it ends with the driver, however the driver ends
     unpin_threads()  # whatever the parent's environment says: a device engine threads as it likes
     pool = EnginePool(options.for_device(device), devices={spec: device for spec in specs})
     try:
@@ -311,7 +313,8 @@ class DeviceWorkers:
             address = os.path.join(self._dir, f"device-{number}.sock")
             parent, child = self._ctx.Pipe()
             proc = self._ctx.Process(target=_device_main, name=f"device-{device}", daemon=False,
-                                     args=(child, address, specs, self.optional, self.options, device))
+                                     args=(child, address, specs, self.optional, self.options, device,
+                                           Lifeline.here()))
             proc.start()
             child.close()
             self._workers.append((device, proc, parent))
@@ -353,7 +356,7 @@ class DeviceWorkers:
         for _, proc, conn in self._workers:
             proc.join(10)
             if proc.is_alive():
-                proc.kill()
+                kill_tree(proc)
                 proc.join(5)
             conn.close()
         self._workers.clear()

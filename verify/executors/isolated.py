@@ -6,15 +6,28 @@ with ``encode_outcomes``, so Python exceptions are attributed per sample inside
 it. When a batch crashes the worker or passes its deadline, the worker is
 replaced and the batch re-run one sample at a time to find the sample(s)
 responsible: each gets a ``crash`` or ``timeout`` failure, every other sample its ids.
+
+An engine whose worker *dies* while loading (killed, out of memory) is started again,
+``ENGINE_START_ATTEMPTS`` times in all; one that never comes up is a finding for that
+engine -- every sample sent to it is a ``crash`` failure (``EngineDidNotStart``), never
+verified -- and the run goes on with the others. An engine that *refuses* to load (a
+bad spec, a missing vocabulary, its constructor raised) is configuration: ``EngineLoadError``.
+
+Every child process of a run ends with it (``Lifeline``): the engine worker leads its
+own process group, so killing it takes whatever the engine started with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import signal
+import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,9 +41,80 @@ from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL = 2000
+ENGINE_START_ATTEMPTS = 3  # an engine worker that dies while loading is started this many times in all
+LIFELINE_POLL_S = 0.2
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
-def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None, threads: int | None) -> None:
+# --- child processes that end with their parent ----------------------------------------------
+
+@dataclass(frozen=True)
+class Lifeline:
+    """Handed to a child process (shard, engine or device worker). ``hold()``, first thing in
+    the child, ends it as soon as its parent is gone however it went (SIGTERM, kill -9): at
+    once by PR_SET_PDEATHSIG on Linux -- asked for only when the parent started the child from
+    its main thread, as Linux sends it when that *thread* ends -- and by a thread watching the
+    parent pid everywhere."""
+
+    parent: int
+    from_main_thread: bool
+
+    @classmethod
+    def here(cls) -> "Lifeline":
+        return cls(os.getpid(), threading.current_thread() is threading.main_thread())
+
+    def hold(self, own_group: bool = False) -> None:
+        """``own_group``: this child leads a process group of its own, which ends with it."""
+        if own_group:
+            with contextlib.suppress(OSError):
+                os.setpgid(0, 0)
+        if self.from_main_thread:
+            _parent_death_signal(signal.SIGKILL)
+        if os.getppid() != self.parent:  # the parent went before we got here
+            _end_now()
+        threading.Thread(target=self._watch, daemon=True, name="verify-lifeline").start()
+
+    def _watch(self) -> None:
+        while os.getppid() == self.parent:
+            time.sleep(LIFELINE_POLL_S)
+        _end_now()
+
+
+def _parent_death_signal(sig: int) -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # the watching thread still ends the child
+
+
+def _end_now() -> None:
+    """The parent is gone: end this process, with its process group when it leads one."""
+    if os.getpgid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def kill_tree(proc) -> None:
+    """Kill a child process started with a ``Lifeline`` (``proc``: a multiprocessing Process),
+    with its process group when it leads one (what an engine started goes with it)."""
+    if proc.pid is None:
+        return
+    with contextlib.suppress(OSError):
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGKILL)
+    if proc.is_alive():
+        proc.kill()
+
+
+# --- the engine worker -----------------------------------------------------------------------
+
+def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None, threads: int | None,
+                 lifeline: Lifeline) -> None:
+    lifeline.hold(own_group=True)
     fd = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
     os.dup2(fd, 2)
     pin_threads(threads)
@@ -48,36 +132,36 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
     except BaseException as exc:  # report why the engine could not load, then exit
         conn.send(("load-failed", type(exc).__name__, str(exc), isinstance(exc, VerifyError)))
         return
+    calls = {"encode": lambda p: pack_outcomes(executor.encode_runnable(unpack_samples(p))),
+             "encode_concurrent": lambda p: executor._encode_concurrent(*p), "token_bytes": executor.token_bytes,
+             "open_session": lambda p: executor.open_session(*p), "session_state": executor.session_state,
+             "session_append": lambda p: executor.session_append(*p), "close_session": executor.close_session,
+             "run_notes": lambda p: executor.run_notes()}
     while True:
         try:
             op, payload = conn.recv()
         except EOFError:
             return
-        if op == "encode":
-            conn.send(("ok", pack_outcomes(executor.encode_runnable(unpack_samples(payload)))))
-        elif op == "encode_concurrent":
-            samples, threads = payload
-            conn.send(("ok", executor._encode_concurrent(samples, threads)))
-        elif op == "token_bytes":
-            conn.send(("ok", executor.token_bytes(payload)))
-        elif op == "open_session":
-            conn.send(("ok", executor.open_session(*payload)))
-        elif op == "session_append":
-            conn.send(("ok", executor.session_append(*payload)))
-        elif op == "session_state":
-            conn.send(("ok", executor.session_state(payload)))
-        elif op == "close_session":
-            executor.close_session(payload)
-            conn.send(("ok", None))
-        elif op == "run_notes":
-            conn.send(("ok", executor.run_notes()))
-        elif op == "close":
+        if op == "close":
             executor.close()
             return
+        conn.send(("ok", calls[op](payload)))
 
 
 class EngineLoadError(VerifyError):
     """The engine could not be built in its worker."""
+
+
+class _DiedWhileLoading(Exception):
+    """The engine's worker died (or hung) before saying whether the engine loaded."""
+
+
+UNSTARTED = Capabilities(special_tokens=True)  # an engine that never started is sent every sample
+
+
+def _unstarted_identity(spec: str) -> EngineIdentity:
+    return EngineIdentity(spec, spec.partition(":")[0], package=None, package_version=None, vocab=None,
+                          vocab_sha256=None, options={"did_not_start": True})
 
 
 class IsolatedExecutor(ExecutorBase):
@@ -97,48 +181,79 @@ class IsolatedExecutor(ExecutorBase):
         self._sent_at: float | None = None
         self._open: set[str] = set()  # sessions in the current worker
         self._lost: dict[str, str] = {}  # sessions a dead worker took with it -> why
+        self._unstarted: str | None = None  # why the engine never came up (then every sample is a crash)
         self.capabilities: Capabilities
         self._identity: EngineIdentity
         try:
-            self._start()
+            self._start_bounded(first=True)
         except BaseException:
             os.unlink(self._stderr.name)
             raise
 
     # --- process management ------------------------------------------------
+    def _start_bounded(self, first: bool) -> None:
+        """Start the worker; one that dies while loading is started again, up to
+        ``ENGINE_START_ATTEMPTS`` times in all, then the engine is *unstarted*. A load error
+        (the engine refused to load) raises on the first start; on a restart it too leaves
+        the engine unstarted, with its message."""
+        for attempt in range(1, ENGINE_START_ATTEMPTS + 1):
+            try:
+                self._start()
+                return
+            except _DiedWhileLoading as exc:
+                why = str(exc)
+                if "did not start within" in why:
+                    break  # a hang while loading is not tried again: each try takes start_timeout_s
+                if attempt < ENGINE_START_ATTEMPTS:
+                    self.restarts += 1
+            except EngineLoadError as exc:
+                if first:
+                    raise
+                why = str(exc)
+                break
+        tries = f", {attempt} times" if attempt > 1 else ""
+        self._unstarted = f"engine '{self.spec}' did not start{tries} ({why}): no sample reached it"
+        if first:
+            self.capabilities, self._identity = UNSTARTED, _unstarted_identity(self.spec)
+
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
         self._proc = self._ctx.Process(target=_worker_main, daemon=True,
-                                       args=(child, self.spec, self._stderr.name, self.memory_limit_mb, self.threads))
+                                       args=(child, self.spec, self._stderr.name, self.memory_limit_mb, self.threads,
+                                             Lifeline.here()))
         self._proc.start()
         child.close()
         self._conn = parent
         if not self._conn.poll(self.start_timeout_s):
             self._kill()
-            raise EngineLoadError(f"engine '{self.spec}' did not start within {self.start_timeout_s:.0f} s")
+            raise _DiedWhileLoading(f"it did not start within {self.start_timeout_s:.0f} s")
         try:
             message = self._conn.recv()
-        except EOFError:
-            raise EngineLoadError(f"engine '{self.spec}' died while loading ({self._death()})") from None
+        except (EOFError, OSError):
+            why = self._death()
+            self._kill()
+            raise _DiedWhileLoading(f"its worker died while loading: {why}") from None
         if message[0] == "load-failed":
             _, kind, text, expected = message
             self._proc.join(5)
+            self._kill()
             raise EngineLoadError(text if expected else f"engine '{self.spec}' failed to load: {kind}: {text}")
         _, self.capabilities, self._identity = message
 
     def _kill(self) -> None:
-        if self._proc.is_alive():
-            self._proc.kill()
+        kill_tree(self._proc)  # the worker leads its own process group: what the engine started goes too
         self._proc.join(10)
         self._conn.close()
 
     def _restart(self) -> None:
+        if self._unstarted is not None:
+            return
         self._kill()
         self.restarts += 1
         for key in self._open:
             self._lost.setdefault(key, "the engine's worker died or hung at an earlier turn")
         self._open.clear()
-        self._start()
+        self._start_bounded(first=False)
 
     def _death(self) -> str:
         self._proc.join(5)
@@ -175,6 +290,8 @@ class IsolatedExecutor(ExecutorBase):
 
     def _call(self, op: str, payload, timeout: float):
         """Send one request; returns ("ok", value) or ("crash"|"timeout", reason)."""
+        if self._unstarted is not None:
+            return "crash", self._unstarted
         self._settle()
         if self._early is not None and self._early[0] != "ok":
             return self._early  # the worker is dead or hung: collect restarts it
@@ -201,6 +318,8 @@ class IsolatedExecutor(ExecutorBase):
     def _collect(self) -> list[Outcome]:
         samples, self._pending = self._pending, []
         early, self._early = self._early, None
+        if self._unstarted is not None:  # a finding for this engine: nothing it did is counted as verified
+            return [Failure("crash", "EngineDidNotStart", self._unstarted)] * len(samples)
         if early is not None:
             status, value = early
         elif self._sent_at is None:
@@ -283,6 +402,8 @@ class IsolatedExecutor(ExecutorBase):
         return self._identity
 
     def run_notes(self) -> dict:
+        if self._unstarted is not None:
+            return {"did_not_start": self._unstarted}
         status, value = self._call("run_notes", None, self.timeout_s)
         if status == "ok":
             return value
@@ -290,11 +411,12 @@ class IsolatedExecutor(ExecutorBase):
         return {"run_notes_error": f"worker {status}: {value}"}
 
     def close(self) -> None:
-        try:
-            self._conn.send(("close", None))
-        except (BrokenPipeError, OSError):
-            pass
-        self._proc.join(5)
+        if self._proc.is_alive():
+            try:
+                self._conn.send(("close", None))
+            except (BrokenPipeError, OSError):
+                pass
+            self._proc.join(5)
         self._kill()
         try:
             os.unlink(self._stderr.name)

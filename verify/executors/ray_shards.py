@@ -1,33 +1,36 @@
-"""Shard executor on a Ray cluster (``verify run --executor ray``).
+"""Shard runner on a Ray cluster (``verify run --executor ray``).
 
-  RayShards  a Ray Data pipeline over the run's pending shards: one input row per
-             shard (its plan index and its JSON descriptor), ``map_batches`` with
-             ``ShardRunner``, a callable class whose actors each start every engine
-             of the run once (through ``EnginePool``, so engines stay isolated in
-             their own processes inside the actor and an engine segfault is a
-             ``crash`` finding, not a dead actor) and run one shard per call
-             (``batch_size=1``). Each output row is the index and the pickled
-             ``ShardResult``; the driver unpickles it and hands it to ``on_result``,
-             which commits it exactly as with the local executor, so ``--resume``
-             (with either executor) and ``verify triage`` work unchanged.
+  RayShards  engine actors (``ShardActor``), as many as the live nodes have room for
+             (``--ray-actors`` at most), each pinned to its node, starting every engine of
+             the run once (isolated in their own processes, so an engine segfault is a
+             ``crash`` finding, not a dead actor) and running one shard per call. Each
+             result (the pickled ``ShardResult``) goes to ``on_result``, which commits it as
+             with the local executor: ``--resume`` (either executor) and ``verify triage``
+             work unchanged. A shard is committed from a completed result, by its plan
+             index, at most once.
 
-Fault tolerance: actors are restarted by Ray when they die (``max_restarts``) and
-the shards they held are run again (``max_task_retries``); a restarted actor starts
-its engines isolated even under ``--in-process``, as the local executor's
-replacement workers do. A shard whose task fails every try is reported in
-``failures``, never counted.
+Faults are the driver's to handle (Ray neither restarts these actors nor retries their
+calls), knowing each actor's node:
 
-No double counting: a shard is committed only from a completed result, by its plan
-index, at most once (a second result for an index is dropped, with an event), and
-a commit replaces whatever an earlier attempt left. A shard Ray re-ran because its
-actor died returned nothing the first time, so it is counted exactly once.
+  - an actor that died on a live node (killed, out of memory, an in-process engine's
+    segfault) is replaced there by one with isolated engines, and its shard runs again;
+    a shard whose actor died ``retries(actors) + 1`` times is failed;
+  - an actor Ray calls *unavailable* is not given up: its node may be dying, and Ray takes
+    a while to declare a node dead. Its shard waits, backing off, until the actor answers
+    or Ray declares the actor or its node dead;
+  - an actor lost with its node costs its shard no try: the shard goes to the surviving
+    nodes, and a replacement starts where a live node has room. The run completes while
+    one node lives; the events and any failure name the node. (An actor whose raylet was
+    killed may answer until Ray declares its node dead: what it returns is a result.)
+  - a slot whose actors die ``SLOT_DEATHS`` times in a row is given up; with no actor
+    left, the shards still waiting fail.
 
-Start-up: the driver does not load engines; one short-lived Ray task starts the
-pool, reports identities and what did not load, and closes it (load failures raise
-the same ``VerifyError`` as locally). Without an address a local Ray is started on
-this machine's cores, quiet (no dashboard, no usage statistics sent, Ray's logs
-kept off the terminal) and shut down by ``close()``; with ``--ray-address`` every node must have ``verify``,
-the engines and the corpus files at the same paths.
+Start-up: one short-lived Ray task starts the engines, reports identities and what did not
+load (load failures raise the same ``VerifyError`` as locally). Without an address a local
+Ray runs on this machine's cores; ``--ray-address`` is tried first, for a bounded time, at
+the address Ray will really use (it turns 127.0.0.1 into this machine's other address), and
+every node needs ``verify``, the engines and the corpus files at the same paths. Ray's own
+messages go to ``OUT/ray.log`` (``RayOptions.log_file``), never to the terminal.
 """
 
 from __future__ import annotations
@@ -37,66 +40,34 @@ import json
 import logging
 import os
 import pickle
-import sys
-import tempfile
+import time
 import traceback
 import uuid
-import warnings
-from dataclasses import replace
-from typing import Any, Sequence
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Iterator, Sequence
 
 from verify.corpora.shards import Shard
 from verify.errors import UsageError, VerifyError
 from verify.executors.notes import merge_notes
+from verify.executors.setup import (RAY_MISSING, HarnessError, OnResult, OnStart, RayLog, RayOptions,
+                                    RunnerCannotStart, ShardError, ShardFailure, Started, TaskContext, WorkerSetup,
+                                    check_reachable, import_ray, native_stderr_to, open_ledger, start_engines)
 from verify.executors.threads import pin_threads
-from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, ShardError, ShardFailure, Started, TaskContext,
-                                    WorkerSetup, open_ledger, start_engines)
 
-RAY_MISSING = "verify run --executor ray needs ray: pip install 'verify-tokenizers[ray]'"
+__all__ = ["RAY_MISSING", "RayShards", "ShardActor", "import_ray", "probe_engines"]
+
 SHARD_RETRIES = 2  # a shard whose actor died runs again this many times (more in-process), then it is failed
-QUIET_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_BACKEND_LOG_LEVEL": "fatal"}
-
-
-def import_ray():
-    """``ray`` and ``ray.data``, or the one-line install hint (exit 2)."""
-    for name, value in QUIET_ENV.items():
-        os.environ.setdefault(name, value)  # before ray starts: its processes inherit them
-    try:
-        import ray
-        import ray.data  # noqa: F401
-    except ImportError:
-        raise VerifyError(RAY_MISSING) from None
-    for handler in logging.getLogger("ray.data").handlers:
-        if handler.name == "console":  # Ray Data's own log file in the session's logs keeps everything
-            handler.setLevel(logging.CRITICAL)
-    return ray
+SLOT_DEATHS = 3  # an actor slot whose actors die this many times in a row (no shard done between) is given up
+BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)  # between calls to an unavailable actor (the last one repeats)
+UNAVAILABLE_LIMIT_S = 300.0  # unavailable this long while its node is still alive: taken for dead
+NODES_EVERY_S = 1.0  # how stale the driver's view of which nodes are alive may be
 
 
 def actor_setup(setup: WorkerSetup, options: RayOptions) -> WorkerSetup:
     """The setup as an actor runs it: engines pinned to the CPUs the actor reserves."""
     threads = max(1, int(options.cpus_per_actor))
     return replace(setup, engine_options=setup.engine_options.with_(threads=threads))
-
-
-@contextlib.contextmanager
-def _quiet_native_stderr():
-    """Ray's C++ side announces its log level on file descriptor 2 while ``ray.init``
-    runs; keep that one line off the terminal and pass anything else through."""
-    with tempfile.TemporaryFile(mode="w+b") as capture:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            lines = [line for line in capture.read().decode("utf-8", "replace").splitlines()
-                     if line.strip() and "Set ray log level" not in line]
-            if lines:
-                print("\n".join(lines), file=sys.stderr)
 
 
 def _error_line(exc: BaseException) -> str:
@@ -116,30 +87,20 @@ def probe_engines(setup: WorkerSetup) -> tuple:
         engines.close()
 
 
-class ShardRunner:
-    """A Ray Data actor: every engine of the run, started once in ``__init__``; each
-    call runs the shards of its batch and returns one row per shard:
+class ShardActor:
+    """Every engine of the run, started once; ``run`` runs one shard, returning ``index``,
+    ``result`` (the pickled ``ShardResult``), ``error`` (why the shard or the engines failed),
+    ``expected`` (that error is a ``VerifyError``, else a harness bug), ``notes`` (the pickled
+    run notes of its engines) and ``actor`` (its name)."""
 
-      index    the shard's plan index
-      result   the pickled ``ShardResult`` (empty when the shard raised)
-      error    why the shard (or this actor's engines) failed, else ""
-      expected whether that error is the user's (a ``VerifyError``: exit 2) or a harness bug
-      notes    the pickled run notes of this actor's engines so far
-      actor    this actor incarnation's name (a restarted actor gets a new one)
-      restarted whether Ray restarted this actor after it died
-    """
-
-    def __init__(self, setup: WorkerSetup, specs: list[str]):
+    def __init__(self, setup: WorkerSetup, specs: list[str], isolated: bool):
         import ray
 
         context = ray.get_runtime_context()
-        self.restarted = bool(context.was_current_actor_reconstructed)
         self.name = f"ray-{context.get_actor_id()[:8]}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        if self.restarted:  # as ProcessShards' replacement workers: what killed the actor becomes a finding
+        if isolated:  # a replacement, as ProcessShards': what killed the last one becomes a finding
             setup = replace(setup, engine_options=setup.engine_options.with_(isolate=True))
-        self.setup = setup
-        self.engines = None
-        self.executors: list = []
+        self.setup, self.engines, self.executors = setup, None, []
         self.error, self.expected = "", True
         pin_threads(setup.engine_options.threads)
         try:
@@ -147,16 +108,19 @@ class ShardRunner:
             self.executors = self.engines.executors
             self.context = TaskContext(setup, self.name, open_ledger(setup, self.executors[0]) if self.executors
                                        else None)
-        except BaseException as exc:  # reported with every row: an actor that raises here is only retried
+        except BaseException as exc:  # reported with every row
             self.error, self.expected = _error_line(exc), isinstance(exc, VerifyError)
             return
         loaded = self.engines.specs()
         if loaded != list(specs):
             self.error, self.expected = f"actors loaded different engines ({loaded} vs {list(specs)})", False
 
-    def _one(self, index: int, shard_json: str) -> dict[str, Any]:
+    def ready(self) -> str:
+        return self.name
+
+    def run(self, index: int, shard_json: str) -> dict[str, Any]:
         row = {"index": index, "result": b"", "error": self.error, "expected": self.expected, "notes": b"",
-               "actor": self.name, "restarted": self.restarted}
+               "actor": self.name}
         if self.error:
             return row
         try:
@@ -169,18 +133,20 @@ class ShardRunner:
         row["notes"] = pickle.dumps(self.engines.notes())
         return row
 
-    def __call__(self, batch: dict) -> dict:
-        import numpy as np
 
-        rows = [self._one(int(i), str(s)) for i, s in zip(batch["index"], batch["shard"])]
-        columns = {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
-        return {"index": np.array(columns.get("index", []), dtype=np.int64),
-                "result": np.array(columns.get("result", []), dtype=object),
-                "error": np.array(columns.get("error", []), dtype=object),
-                "expected": np.array(columns.get("expected", []), dtype=bool),
-                "notes": np.array(columns.get("notes", []), dtype=object),
-                "actor": np.array(columns.get("actor", []), dtype=object),
-                "restarted": np.array(columns.get("restarted", []), dtype=bool)}
+@dataclass
+class _Actor:
+    handle: Any
+    slot: int
+    node: str  # the node it was placed on
+    isolated: bool  # a replacement: its engines are isolated
+    ref: Any  # the call in flight: ready() while it starts, then run() of its shard
+    ready: bool = False
+    name: str = ""
+    task: tuple[int, Shard] | None = None
+    unavailable_since: float | None = None  # Ray called it unavailable: its call waits (backing off)
+    retry_at: float = 0.0
+    backoff: int = 0
 
 
 class RayShards:
@@ -190,12 +156,15 @@ class RayShards:
         self.options = ray
         self.setup = actor_setup(setup, ray)
         self.failures: list[ShardFailure] = []
-        self.events: list[str] = []  # actor restarts, shards retried or failed, for the manifest
+        self.events: list[str] = []  # actors replaced, nodes lost, shards retried or failed, for the manifest
+        self.log = RayLog(ray.log_file)
         self._ray = None
         self._owns_ray = False
         self._started: Started | None = None
         self._probe_notes: dict[str, dict[str, Any]] = {}
-        self._notes: dict[str, dict[str, dict[str, Any]]] = {}  # latest notes per actor incarnation
+        self._notes: dict[str, dict[str, dict[str, Any]]] = {}  # latest notes per actor
+        self._actors: list[_Actor] = []
+        self._nodes: tuple[float, dict[str, dict]] = (0.0, {})  # (when, node id -> ray.nodes() entry)
 
     # --- the cluster -------------------------------------------------------------
     def _connect(self):
@@ -204,42 +173,67 @@ class RayShards:
             kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                       "logging_level": logging.ERROR}
             if self.options.address:
+                check_reachable(self.options.address)
                 kwargs["address"] = self.options.address
             else:
                 kwargs["num_cpus"] = os.cpu_count() or 1
             try:
-                with _quiet_native_stderr():
+                with native_stderr_to(self.log):
                     ray.init(**kwargs)
             except ConnectionError as exc:
                 raise VerifyError(f"--ray-address {self.options.address}: cannot connect to Ray ({exc})") from None
             self._owns_ray = True
+        self.log.install(ray)
         self._ray = ray
         return ray
 
-    def _cluster_cpus(self) -> tuple[float, float]:
-        """(all CPUs of the cluster, the most on one node)."""
-        nodes = [n for n in self._ray.nodes() if n.get("Alive")]
-        per_node = [float(n.get("Resources", {}).get("CPU", 0)) for n in nodes]
-        return sum(per_node), max(per_node, default=0.0)
+    def nodes(self, fresh: bool = False) -> dict[str, dict]:
+        """The cluster's nodes by id, as Ray last said (at most ``NODES_EVERY_S`` old)."""
+        when, nodes = self._nodes
+        if fresh or time.monotonic() - when >= NODES_EVERY_S:
+            nodes = {n["NodeID"]: n for n in self._ray.nodes()}
+            self._nodes = (time.monotonic(), nodes)
+        return nodes
+
+    def _alive(self, node: str, fresh: bool = False) -> bool:
+        return bool(self.nodes(fresh).get(node, {}).get("Alive"))
+
+    def node_label(self, node: str) -> str:
+        entry = self.nodes().get(node, {})
+        return f"node {entry.get('NodeManagerAddress', '?')} (id {node[:8]})"
+
+    def _room(self) -> dict[str, int]:
+        """Actors each live node still has room for."""
+        room = {node: int(float(n.get("Resources", {}).get("CPU", 0)) // self.options.cpus_per_actor)
+                for node, n in self.nodes(fresh=True).items() if n.get("Alive")}
+        for actor in self._actors:
+            room[actor.node] = room.get(actor.node, 0) - 1
+        return {node: free for node, free in room.items() if free > 0}
 
     def actors(self, shards: int) -> int:
-        """How many engine actors: ``--ray-actors``, else as many as the cluster's CPUs
-        hold, never more than there are shards, at least one."""
-        if self.options.actors:
-            count = self.options.actors
-        else:
-            count = int(self._cluster_cpus()[0] // self.options.cpus_per_actor)
-        return max(1, min(count, shards))
+        """How many engine actors: ``--ray-actors``, else as many as the live nodes hold,
+        never more than there are shards, at least one."""
+        capacity = sum(self._room().values()) + len(self._actors)
+        return max(1, min(self.options.actors or capacity, capacity or 1, shards))
 
     def start(self) -> Started:
         ray = self._connect()
         try:
-            _, largest = self._cluster_cpus()
+            largest = max((float(n.get("Resources", {}).get("CPU", 0)) for n in self.nodes(fresh=True).values()
+                           if n.get("Alive")), default=0.0)
             if largest < self.options.cpus_per_actor:
                 raise UsageError(f"--ray-cpus-per-actor {self.options.cpus_per_actor:g}: no node of the Ray "
                                  f"cluster has that many CPUs (the largest has {largest:g})")
             probe = ray.remote(num_cpus=self.options.cpus_per_actor, max_calls=1, max_retries=1)(probe_engines)
-            reply = ray.get(probe.remote(self.setup))
+            for attempt in range(1, SLOT_DEATHS + 1):
+                try:
+                    reply = ray.get(probe.remote(self.setup))
+                    break
+                except ray.exceptions.RayError as exc:  # its worker died (killed, out of memory)
+                    if attempt == SLOT_DEATHS:
+                        raise RunnerCannotStart(f"the Ray task starting the engines died {attempt} times "
+                                                f"({type(exc).__name__})") from None
+                    self.events.append(f"the Ray task starting the engines died ({type(exc).__name__}): started again")
             if reply[0] == "load-failed":
                 _, text, expected = reply
                 raise VerifyError(text) if expected else HarnessError(f"a Ray worker failed to start: {text}")
@@ -257,35 +251,16 @@ class RayShards:
         back with isolated engines), so the shard gets one more try per actor."""
         return SHARD_RETRIES + (0 if self.setup.engine_options.isolate else actors)
 
-    def _dataset(self, tasks: list[tuple[int, Shard]], actors: int, retries: int):
-        ray = self._ray
-        items = [{"index": index, "shard": json.dumps(shard.to_json())} for index, shard in tasks]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ray_remote_args (max_restarts, max_task_retries) warn of deprecation
-            ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-                ShardRunner, fn_constructor_kwargs={"setup": self.setup, "specs": list(self._started.specs)},
-                batch_size=1, batch_format="numpy",  # one shard in flight per actor: a death retries only it
-                compute=ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1),
-                num_cpus=self.options.cpus_per_actor, max_restarts=-1, max_task_retries=retries)
-        context = ds.context
-        context.enable_progress_bars = False
-        context.max_errored_blocks = -1  # a shard that failed every try is a ShardFailure, not the end of the run
-        return ds
-
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
         tasks = list(tasks)
         if not tasks:
             return
         by_index = dict(tasks)
-        actors = self.actors(len(tasks))
-        retries = self.retries(actors)
-        ds = self._dataset(tasks, actors, retries)
-        for index, _ in tasks:
-            on_start(index)  # every shard is handed to Ray at once
+        self._gave_up: dict[int, str] = {}  # shards the scheduler gave up -> why
         done: set[int] = set()
-        for row in ds.iter_rows():
+        for row in self._rows(tasks, on_start):
             index = int(row["index"])
-            self._remember(row)
+            self._notes[row["actor"]] = pickle.loads(row["notes"]) if row["notes"] else {}
             if row["error"]:
                 if row["expected"]:
                     raise ShardError(row["error"])
@@ -297,29 +272,166 @@ class RayShards:
             on_result(pickle.loads(row["result"]))
         for index, shard in tasks:
             if index not in done:
-                self.failures.append(ShardFailure(index, shard.id, f"its Ray task failed {retries + 1} times "
-                                                  "(its actor died each time; see the Ray logs)"))
+                self.failures.append(ShardFailure(index, shard.id, self._gave_up.get(index, "it never came back")))
                 self.events.append(f"shard {shard.id} failed on Ray: not counted")
 
-    def _remember(self, row: dict) -> None:
-        actor = row["actor"]
-        if actor not in self._notes and row["restarted"]:
-            self.events.append(f"Ray restarted a dead actor ({actor}, engines isolated): the shards it held ran again")
-        if row["notes"]:
-            self._notes[actor] = pickle.loads(row["notes"])
+    def _rows(self, tasks: list[tuple[int, Shard]], on_start: OnStart) -> Iterator[dict]:
+        """The rows of the shards' results, as actors return them; the shards given up are in
+        ``_gave_up`` when it ends."""
+        ray = self._ray
+        count = self.actors(len(tasks))
+        self._retries = self.retries(count)
+        queue: deque = deque(tasks)
+        again: deque = deque()  # shards whose actor died on a live node: for replacements (isolated) first
+        deaths: dict[int, int] = {}
+        self._slot_deaths: dict[int, int] = {}
+        self._lost_slots: list[str] = []
+        for slot in range(count):
+            node = self._place()
+            if node is not None:
+                self._spawn(slot, node, isolated=False)
+        while queue or again or any(a.task for a in self._actors):
+            if not self._actors:
+                why = self._lost_slots[-1] if self._lost_slots else "no live node of the Ray cluster has room for one"
+                for index, _ in [*again, *queue]:
+                    self._gave_up[index] = f"no engine actor was left to run it ({why})"
+                return
+            self._hand_out(queue, again, on_start)
+            calls = {a.ref: a for a in self._actors if a.ref is not None}
+            ready = []
+            if calls:
+                ready, rest = ray.wait(list(calls), num_returns=1, timeout=0.5)
+                if ready and rest:
+                    ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
+            else:
+                time.sleep(0.1)  # every call waits for its actor to come back (backing off)
+            for ref in ready:
+                actor = calls[ref]
+                actor.ref = None
+                try:
+                    value = ray.get(ref)
+                except ray.exceptions.RayError as exc:
+                    self._failed_call(actor, exc, queue, again, deaths)
+                    continue
+                actor.unavailable_since, actor.backoff = None, 0
+                if not actor.ready:
+                    actor.ready, actor.name = True, value
+                    continue
+                actor.task = None
+                self._slot_deaths.pop(actor.slot, None)
+                yield value
+            self._revisit(queue, again, deaths)
+
+    def _place(self) -> str | None:
+        """The live node with the most room for one more actor (None: no room anywhere)."""
+        room = self._room()
+        return max(room, key=room.__getitem__) if room else None
+
+    def _spawn(self, slot: int, node: str, isolated: bool) -> None:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        remote = self._ray.remote(max_restarts=0, max_task_retries=0)(ShardActor)
+        handle = remote.options(num_cpus=self.options.cpus_per_actor,
+                                scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False)).remote(
+            self.setup, list(self._started.specs), isolated)
+        self._actors.append(_Actor(handle, slot, node, isolated, handle.ready.remote()))
+
+    def _send(self, actor: _Actor) -> None:
+        index, shard = actor.task
+        actor.ref = actor.handle.run.remote(index, json.dumps(shard.to_json()))
+
+    def _hand_out(self, queue: deque, again: deque, on_start: OnStart) -> None:
+        isolated = any(a.isolated for a in self._actors)  # else a retried shard goes to any actor
+        for actor in self._actors:
+            if actor.ready and actor.task is None and actor.ref is None:
+                source = again if again and (actor.isolated or not isolated) else queue
+                if source:
+                    actor.task = source.popleft()
+                    on_start(actor.task[0])
+                    self._send(actor)
+
+    def _failed_call(self, actor: _Actor, exc: Exception, queue: deque, again: deque, deaths: dict) -> None:
+        if isinstance(exc, self._ray.exceptions.ActorUnavailableError) and self._alive(actor.node, fresh=True):
+            now = time.monotonic()
+            if actor.unavailable_since is None:
+                actor.unavailable_since = now
+                self.events.append(f"{actor.name or 'an actor'} on {self.node_label(actor.node)} is unavailable: "
+                                   "its shard waits for it, or for Ray to declare it or its node dead")
+            actor.retry_at = now + BACKOFF_S[min(actor.backoff, len(BACKOFF_S) - 1)]
+            actor.backoff += 1
+            return
+        self._lost(actor, type(exc).__name__, queue, again, deaths)
+
+    def _revisit(self, queue: deque, again: deque, deaths: dict) -> None:
+        """Calls waiting for an unavailable actor: sent again when their time comes, unless Ray
+        has declared the node dead meanwhile, or the actor has been unavailable too long."""
+        now = time.monotonic()
+        for actor in [a for a in self._actors if a.unavailable_since is not None and a.ref is None]:
+            if now < actor.retry_at:
+                continue
+            if not self._alive(actor.node, fresh=True):
+                self._lost(actor, "its node died", queue, again, deaths)
+            elif now - actor.unavailable_since > UNAVAILABLE_LIMIT_S:
+                self._lost(actor, f"unavailable for {now - actor.unavailable_since:.0f} s", queue, again, deaths)
+            elif actor.ready:
+                self._send(actor)
+            else:
+                actor.ref = actor.handle.ready.remote()
+
+    def _lost(self, actor: _Actor, cause: str, queue: deque, again: deque, deaths: dict) -> None:
+        """An actor is gone. Lost with its node: its shard runs on a surviving node, at no
+        cost, and a replacement starts where a live node has room. Dead on a live node: a
+        replacement with isolated engines on that node, and its shard counts one death."""
+        self._actors.remove(actor)
+        with contextlib.suppress(Exception):
+            self._ray.kill(actor.handle, no_restart=True)
+        name, where, task = actor.name or f"an actor (slot {actor.slot})", self.node_label(actor.node), actor.task
+        if not self._alive(actor.node, fresh=True):
+            if task is not None:
+                queue.appendleft(task)
+            node = self._place()
+            if node is not None:
+                self._spawn(actor.slot, node, actor.isolated)
+            self.events.append(f"{name} was lost with {where}, which Ray declared dead"
+                               + (f": shard {task[1].id} runs again on a surviving node" if task else "")
+                               + (f"; a replacement starts on {self.node_label(node)}" if node
+                                  else "; no live node has room for a replacement"))
+            return
+        slot_deaths = self._slot_deaths[actor.slot] = self._slot_deaths.get(actor.slot, 0) + 1
+        if slot_deaths < SLOT_DEATHS:
+            self._spawn(actor.slot, actor.node, isolated=True)
+            replaced = "restarted a dead actor with isolated engines"
         else:
-            self._notes.setdefault(actor, {})
+            self._lost_slots.append(f"{name} died on {where} ({cause}), its slot's {slot_deaths}th death in a row")
+            replaced = "its slot is given up"
+        if task is None:
+            self.events.append(f"{name} died while starting its engines on {where} ({cause}): {replaced}")
+            return
+        index, shard = task
+        deaths[index] = deaths.get(index, 0) + 1
+        if deaths[index] > self._retries:
+            self._gave_up[index] = f"its actor died {deaths[index]} times (the last on {where}: {cause})"
+            self.events.append(f"{name} died on {where} ({cause}) running shard {shard.id}: {replaced}; "
+                               "the shard is failed")
+        else:
+            again.append(task)
+            self.events.append(f"{name} died on {where} ({cause}) running shard {shard.id}: {replaced}; "
+                               "the shard runs again")
 
     def notes(self) -> dict[str, dict[str, Any]]:
-        """Per engine, merged over every actor incarnation that returned a shard (the
-        probe's notes when none did)."""
+        """Per engine, merged over every actor that returned a shard (the probe's notes when
+        none did)."""
         collected = [notes for notes in self._notes.values() if notes]
         return merge_notes(collected) if collected else dict(self._probe_notes)
 
     def close(self) -> None:
+        if self._ray is not None:
+            for actor in self._actors:
+                with contextlib.suppress(Exception):
+                    self._ray.kill(actor.handle, no_restart=True)
+            self._actors.clear()
         if self._owns_ray and self._ray is not None:
-            try:
+            with contextlib.suppress(Exception):
                 self._ray.shutdown()
-            except Exception:
-                pass
             self._owns_ray = False
+        self.log.close()

@@ -32,15 +32,19 @@ from typing import Any, Sequence
 from verify.corpora.shards import Shard
 from verify.errors import VerifyError
 from verify.executors.devices import DeviceWorkers, device_specs
+from verify.executors.isolated import Lifeline, kill_tree
 from verify.executors.notes import merge_notes
 from verify.executors.pool import EnginePool
-from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, ShardError, ShardFailure, Started,
-                                    TaskContext, WorkerSetup, open_ledger, start_engines)
+from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, RunnerCannotStart, ShardError,
+                                    ShardFailure, Started, TaskContext, WorkerSetup, open_ledger, start_engines)
 from verify.executors.threads import pin_threads
-PREFETCH = 2  # shards in flight per worker: the next one waits in its pipe while the driver commits
 
-__all__ = ["HarnessError", "InlineShards", "OnResult", "OnStart", "ProcessShards", "RayOptions", "ShardError",
-           "ShardFailure", "Started", "WorkerSetup", "default_workers", "make_shard_runner"]
+PREFETCH = 2  # shards in flight per worker: the next one waits in its pipe while the driver commits
+SHARD_DEATHS = 2  # a shard whose worker died this many times is failed, never counted
+SLOT_DEATHS = 3  # a worker slot whose workers die this many times in a row (no shard done between) is given up
+
+__all__ = ["HarnessError", "InlineShards", "OnResult", "OnStart", "ProcessShards", "RayOptions", "RunnerCannotStart",
+           "ShardError", "ShardFailure", "Started", "WorkerSetup", "default_workers", "make_shard_runner"]
 
 
 class InlineShards:
@@ -75,7 +79,8 @@ class InlineShards:
 
 # --- worker processes ---------------------------------------------------------------
 
-def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
+def _worker_main(conn, setup: WorkerSetup, name: str, lifeline: Lifeline) -> None:
+    lifeline.hold()  # it ends with the driver, however the driver ends
     pin_threads(setup.engine_options.threads)
     try:
         engines = start_engines(setup)
@@ -114,18 +119,33 @@ def _worker_main(conn, setup: WorkerSetup, name: str) -> None:
 @dataclass
 class _Worker:
     name: str
+    slot: int  # which of the run's N workers this one is (a replacement takes the dead one's slot)
     proc: Any
     conn: Any
     setup: WorkerSetup
     tasks: deque = field(default_factory=deque)  # shards handed to it, oldest (the one it runs) first
     ready: bool = False
+    broken: bool = False  # a shard could not be sent: it is dead or dying, and gets nothing more
 
     @property
     def isolated(self) -> bool:
         return self.setup.engine_options.isolate
 
 
+def _exit(code: int | None) -> str:
+    return f"exit code {code}" + (" (killed: out of memory?)" if code == -9 else "")
+
+
 class ProcessShards:
+    """A worker that dies at any point -- starting its engines, running a shard, or waiting
+    for one -- is replaced by one whose engines are isolated, and the shard it ran runs
+    again there (so a sample that crashed an in-process engine becomes a finding); a shard
+    whose worker died ``SHARD_DEATHS`` times is failed, never counted. A slot whose workers
+    die ``SLOT_DEATHS`` times in a row (no shard done between) is given up: without any
+    worker left the shards still waiting fail, and when no worker ever started ``start``
+    raises ``RunnerCannotStart`` (the run ends with exit 1 and a manifest, not as a
+    configuration error)."""
+
     def __init__(self, setup: WorkerSetup, workers: int):
         self.setup = setup
         self.count = max(1, workers)
@@ -133,6 +153,8 @@ class ProcessShards:
         self._workers: list[_Worker] = []
         self._started: Started | None = None
         self._serial = 0
+        self._slot_deaths: dict[int, int] = {}  # slot -> its workers' deaths since its last shard done
+        self._given_up: list[str] = []  # why slots were given up
         self.failures: list[ShardFailure] = []
         self.events: list[str] = []  # worker deaths and retries, for the manifest
         self.device_workers: DeviceWorkers | None = None
@@ -149,81 +171,112 @@ class ProcessShards:
                              specs=tuple(s for s in self.setup.specs if s not in not_loaded))
         return not_loaded
 
-    def _spawn(self, setup: WorkerSetup) -> _Worker:
+    def _spawn(self, setup: WorkerSetup, slot: int) -> _Worker:
         parent, child = self._ctx.Pipe()
         self._serial += 1
         name = f"worker-{self._serial}"
-        # not a daemon: a worker starts its own engine worker processes; it exits when the driver
-        # goes away (its pipe closes), and close() kills what is left
-        proc = self._ctx.Process(target=_worker_main, args=(child, setup, name), daemon=False, name=name)
+        # not a daemon: a worker starts its own engine worker processes; it ends with the driver
+        # (its Lifeline), and close() kills what is left
+        proc = self._ctx.Process(target=_worker_main, args=(child, setup, name, Lifeline.here()), daemon=False,
+                                 name=name)
         proc.start()
         child.close()
-        worker = _Worker(name, proc, parent, setup)
+        worker = _Worker(name, slot, proc, parent, setup)
         self._workers.append(worker)
         return worker
 
-    def _await_ready(self, worker: _Worker) -> Started:
-        try:
-            message = worker.conn.recv()
-        except (EOFError, OSError):
-            worker.proc.join(5)
-            raise VerifyError(f"a worker died while starting its engines (exit code {worker.proc.exitcode})") from None
-        if message[0] == "load-failed":
-            _, text, expected = message
-            raise VerifyError(text) if expected else HarnessError(f"worker failed to start: {text}")
-        _, identities, not_loaded, specs = message
-        worker.ready = True
-        return Started(identities, not_loaded, specs)
+    def _isolated(self) -> WorkerSetup:
+        return replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True))
 
     def start(self) -> Started:
         """Start every worker; each loads every engine. All must agree on what loaded."""
         try:
             device_not_loaded = self._start_devices()
-            for _ in range(self.count):
-                self._spawn(self.setup)
-            for worker in self._workers:
-                started = self._await_ready(worker)
-                if self._started is None:
-                    self._started = started
-                elif started.specs != self._started.specs:
-                    raise HarnessError(f"workers loaded different engines ({started.specs} vs {self._started.specs})")
+            for slot in range(self.count):
+                self._spawn(self.setup, slot)
+            while any(not w.ready for w in self._workers):
+                for worker, message in self._news([w for w in self._workers if not w.ready]):
+                    if message is None:
+                        self._died(worker, deque(), deque(), {})
+                    elif message[0] == "load-failed":  # an engine refused to load: configuration
+                        _, text, expected = message
+                        raise VerifyError(text) if expected else HarnessError(f"worker failed to start: {text}")
+                    else:
+                        self._ready(worker, message)
+            if self._started is None:
+                raise RunnerCannotStart(f"no worker could start its engines: {self._given_up[-1]}")
         except BaseException:
             self.close()
             raise
         self._started.not_loaded.update(device_not_loaded)
         return self._started
 
+    def _ready(self, worker: _Worker, message) -> None:
+        _, identities, not_loaded, specs = message
+        started = Started(identities, not_loaded, specs)
+        if self._started is None:
+            self._started = started
+        elif started.specs != self._started.specs:
+            raise HarnessError(f"workers loaded different engines ({started.specs} vs {self._started.specs})")
+        worker.ready = True
+
+    def _news(self, workers: list[_Worker], timeout: float = 5.0) -> list[tuple[_Worker, Any]]:
+        """``(worker, message)`` for each of ``workers`` that said something, ``(worker, None)``
+        for each that died (its pipe closed, or its process ended)."""
+        ready = wait([w.conn for w in workers] + [w.proc.sentinel for w in workers], timeout=timeout)
+        news = []
+        for worker in workers:
+            if worker.conn in ready:
+                try:
+                    news.append((worker, worker.conn.recv()))
+                    continue
+                except (EOFError, OSError):
+                    pass
+            if worker.conn in ready or worker.proc.sentinel in ready:
+                news.append((worker, None))
+        return news
+
     def run(self, tasks: Sequence[tuple[int, Shard]], on_result: OnResult, on_start: OnStart) -> None:
         pending = deque(tasks)
-        retry: deque = deque()  # shards whose worker died: only for workers with isolated engines
+        retry: deque = deque()  # shards whose worker died: for workers with isolated engines
         deaths: dict[int, int] = {}
         while pending or retry or any(w.tasks for w in self._workers):
-            for worker in self._workers:
-                while worker.ready and len(worker.tasks) < PREFETCH:
-                    queue = retry if retry and worker.isolated else pending
-                    if not queue:
-                        break
-                    task = queue.popleft()
-                    worker.tasks.append(task)
-                    on_start(task[0])
+            if not self._workers:  # every slot was given up: what is left cannot run
+                why = f"no worker could be started for it: {self._given_up[-1]}"
+                self.failures += [ShardFailure(index, shard.id, why) for index, shard in [*retry, *pending]]
+                self.events.append(f"{len(retry) + len(pending)} shards not run: {why}")
+                return
+            self._hand_out(pending, retry, on_start)
+            for worker, message in self._news(list(self._workers)):
+                if message is None:
+                    self._died(worker, pending, retry, deaths)
+                elif message[0] == "ready":
+                    self._ready(worker, message)
+                elif message[0] == "load-failed":  # a replacement whose engines did not load this time
+                    self._died(worker, pending, retry, deaths, why=message[1])
+                else:
+                    self._handle(worker, message, on_result)
+
+    def _hand_out(self, pending: deque, retry: deque, on_start: OnStart) -> None:
+        isolated = any(w.isolated for w in self._workers)  # else a retried shard goes to any worker
+        for worker in self._workers:
+            while worker.ready and not worker.broken and len(worker.tasks) < PREFETCH:
+                queue = retry if retry and (worker.isolated or not isolated) else pending
+                if not queue:
+                    break
+                task = queue.popleft()
+                worker.tasks.append(task)
+                on_start(task[0])
+                try:
                     worker.conn.send(("shard", *task))
-            busy = [w for w in self._workers if w.tasks]
-            ready = wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=5.0)
-            for worker in busy:
-                if worker.conn in ready:
-                    try:
-                        message = worker.conn.recv()
-                    except (EOFError, OSError):
-                        message = None
-                    if message is not None:
-                        self._handle(worker, message, on_result)
-                        continue
-                if worker.tasks and (worker.proc.sentinel in ready or not worker.proc.is_alive()):
-                    self._replace(worker, pending, retry, deaths)
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    worker.broken = True  # it is dead or dying: its sentinel says so, then it is replaced
+                    kill_tree(worker.proc)
 
     def _handle(self, worker: _Worker, message, on_result: OnResult) -> None:
         if message[0] == "result":
             worker.tasks.popleft()
+            self._slot_deaths.pop(worker.slot, None)
             on_result(message[1])
         elif message[0] == "shard-error":
             _, index, text, expected = message
@@ -232,31 +285,46 @@ class ProcessShards:
                 raise ShardError(text)
             raise HarnessError(f"shard {index} failed in {worker.name}: {text}")
 
-    def _replace(self, worker: _Worker, pending: deque, retry: deque, deaths: dict[int, int]) -> None:
-        """A worker died running a shard: replace it by one whose engines are isolated and
-        run the shard again there, so the sample that killed it becomes a finding. Shards
-        that waited behind it go back to the front of the queue."""
-        (index, shard), *waiting = worker.tasks
-        pending.extendleft(reversed(waiting))
+    def _died(self, worker: _Worker, pending: deque, retry: deque, deaths: dict[int, int],
+              why: str | None = None) -> None:
+        """A worker died (or its engines did not load): replace it, with isolated engines, in
+        its slot -- unless its slot's workers keep dying -- and run its shard again there.
+        Shards that waited behind it go back to the front of the queue."""
         worker.proc.join(5)
-        code = worker.proc.exitcode
+        kill_tree(worker.proc)
+        worker.proc.join(5)
         self._workers.remove(worker)
         worker.conn.close()
-        isolated = replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True))
-        self._await_ready(self._spawn(isolated))
-        deaths[index] = deaths.get(index, 0) + 1
-        if deaths[index] >= 2:
-            self.failures.append(ShardFailure(index, shard.id, f"its worker died twice (exit code {code})"))
-            self.events.append(f"{worker.name} died (exit code {code}) on shard {shard.id} again: shard failed")
+        tasks = list(worker.tasks)
+        # the shard it ran: none when it died starting, idle, or before a shard reached it
+        ran = tasks[0] if tasks and worker.ready and not (worker.broken and len(tasks) == 1) else None
+        pending.extendleft(reversed(tasks[1:] if ran else tasks))
+        how = why or _exit(worker.proc.exitcode)
+        doing = f"on shard {ran[1].id}" if ran else "while idle" if worker.ready else "while starting its engines"
+        deaths_in_slot = self._slot_deaths[worker.slot] = self._slot_deaths.get(worker.slot, 0) + 1
+        if deaths_in_slot < SLOT_DEATHS:
+            self._spawn(self._isolated(), worker.slot)
+            replaced = "replaced (engines isolated)"
         else:
-            retry.append((index, shard))
-            self.events.append(f"{worker.name} died (exit code {code}) on shard {shard.id}: "
-                               "retried with isolated engines")
+            self._given_up.append(f"{worker.name} died {doing} ({how}), its slot's {deaths_in_slot}th death in a row")
+            replaced = f"slot given up after {deaths_in_slot} deaths in a row"
+        if ran is None:
+            self.events.append(f"{worker.name} died {doing} ({how}): {replaced}")
+            return
+        index, shard = ran
+        deaths[index] = deaths.get(index, 0) + 1
+        if deaths[index] >= SHARD_DEATHS:
+            self.failures.append(ShardFailure(index, shard.id, f"its worker died {deaths[index]} times ({how})"))
+            self.events.append(f"{worker.name} died ({how}) on shard {shard.id} again: shard failed; {replaced}")
+        else:
+            retry.append(ran)
+            self.events.append(f"{worker.name} died ({how}) on shard {shard.id}: retried with isolated engines; "
+                               f"{replaced}")
 
     def notes(self) -> dict[str, dict[str, Any]]:
         collected = []
         for worker in self._workers:
-            if not worker.proc.is_alive():
+            if not worker.ready or not worker.proc.is_alive():
                 continue
             try:
                 worker.conn.send(("notes",))
@@ -278,9 +346,9 @@ class ProcessShards:
             except (BrokenPipeError, OSError):
                 pass
         for worker in self._workers:
-            worker.proc.join(10)
+            worker.proc.join(10 if worker.ready else 0)  # one still starting its engines is not waited for
             if worker.proc.is_alive():
-                worker.proc.kill()
+                kill_tree(worker.proc)
                 worker.proc.join(5)
         self._workers.clear()
         if self.device_workers is not None:

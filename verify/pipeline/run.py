@@ -13,13 +13,13 @@ in place for ``--resume``. Triage and the rendered reports come after, in
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from verify.counts import Counts
 from verify.errors import UsageError
-from verify.executors.setup import WorkerSetup
+from verify.executors.setup import RayOptions, RunnerCannotStart, WorkerSetup
 from verify.executors.threads import threads_per_worker
 from verify.executors.workers import make_shard_runner
 from verify.pipeline.hunt import Hunt, JobOptions
@@ -27,10 +27,11 @@ from verify.rundir.attempts import append_attempt, read_attempts
 from verify.rundir.manifest import committed_manifest, run_manifest, write_hunt, write_manifest
 from verify.rundir.plan import PLAN_FILE, RunPlan, check_same_engines, check_same_run, load_plan
 from verify.rundir.result import ShardResult
-from verify.rundir.status import RunStatus
+from verify.rundir.status import ProgressScope, RunStatus, executor_label
 from verify.rundir.store import ShardStore
 
 FINDINGS_FILE = "divergences.jsonl"
+RAY_LOG = "ray.log"  # Ray's own messages (--executor ray), kept off the terminal
 MANIFEST_EVERY_S = 1.0
 
 
@@ -79,8 +80,18 @@ def run_plan(hunt: Hunt, job: JobOptions) -> RunResult:
                         plan.options.get("batch_size", hunt.batch_size), bool(plan.options.get("strict", hunt.strict)),
                         job.ledger, params=dict(plan.options), twins=hunt.twins,
                         reference_required=hunt.reference_required)
-    runner = make_shard_runner(setup, job.workers, job.executor, job.ray)
-    started = runner.start()
+    ray = replace(job.ray or RayOptions(), log_file=str(job.out / RAY_LOG)) if job.executor == "ray" else job.ray
+    runner = make_shard_runner(setup, job.workers, job.executor, ray)
+    # OUT/status from now on; workers started from here inherit the heartbeat folder
+    progress = ProgressScope(job.out, len(plan.shards), f"{hunt.label} [{executor_label(job.executor, job.workers)}]")
+    try:
+        started = runner.start()
+    except RunnerCannotStart as exc:  # workers died starting, again and again: exit 1 and a manifest
+        progress.end()
+        return _not_started(hunt, job, plan, runner, str(exc), resumed=saved is not None)
+    except BaseException:  # an engine that does not load: leave no half-made OUT
+        progress.end(failed=saved is None)
+        raise
     try:
         if saved is not None:
             check_same_engines(saved.identities, started.identities, job.out)
@@ -100,6 +111,32 @@ def run_plan(hunt: Hunt, job: JobOptions) -> RunResult:
         return _run_shards(hunt, job, plan, runner, resumed=saved is not None, ledger=ledger)
     finally:
         runner.close()
+        progress.end()
+
+
+def _begin_attempt(job: JobOptions, resumed: bool, markers: dict) -> int:
+    attempt = len(read_attempts(job.out)) + 1
+    append_attempt(job.out, {"attempt": attempt, "started": time.time(), "argv": job.argv, "resumed": resumed,
+                             "workers": job.workers, "shards_committed_before": len(markers)})
+    return attempt
+
+
+def _not_started(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, why: str, resumed: bool) -> RunResult:
+    """No worker could start: the plan (with no identities, so a resume is not refused for
+    them), one attempt whose every uncommitted shard failed with ``why``, and the manifest."""
+    out = job.out
+    out.mkdir(parents=True, exist_ok=True)
+    if not resumed:
+        plan.save(out)
+    store = ShardStore(out)
+    markers = store.committed([s.id for s in plan.shards])
+    attempt = _begin_attempt(job, resumed, markers)
+    failed = [{"index": i, "shard": s.id, "reason": why} for i, s in enumerate(plan.shards) if i not in markers]
+    append_attempt(out, {"attempt": attempt, "finished": time.time(), "interrupted": False, "shards_run": 0,
+                         "shards_redone": 0, "failed": failed, "events": [*runner.events, why], "engine_notes": {}})
+    RunStatus(out, len(plan.shards), len(markers), label=hunt.label, terminal=False).write("incomplete")
+    manifest = finalise(out, hunt, plan)
+    return RunResult(store.totals(markers), out, manifest, manifest["complete"])
 
 
 def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: bool, ledger=None) -> RunResult:
@@ -107,9 +144,7 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
     store = ShardStore(out)
     markers = store.committed([s.id for s in plan.shards])
     started_before = store.started()
-    attempt = len(read_attempts(out)) + 1
-    append_attempt(out, {"attempt": attempt, "started": time.time(), "argv": job.argv, "resumed": resumed,
-                         "workers": job.workers, "shards_committed_before": len(markers)})
+    attempt = _begin_attempt(job, resumed, markers)
     pending = [(i, s) for i, s in enumerate(plan.shards) if i not in markers]
     redone = sum(1 for i, _ in pending if i in started_before)
     totals = store.totals(markers)
@@ -125,7 +160,7 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
             write_manifest(out, run_manifest(plan=plan, counts=totals.as_dict(), committed=committed,
                                              attempts=read_attempts(out), live=True))
 
-    where = "ray" if job.executor == "ray" else f"local x{job.workers}"
+    where = executor_label(job.executor, job.workers)
     with RunStatus(out, len(plan.shards), committed, label=f"{hunt.label} [{where}]", terminal=job.progress) as status:
         def on_result(result: ShardResult) -> None:
             nonlocal committed
@@ -138,7 +173,7 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
             store.commit(result)
             totals.add(result.counts)
             committed += 1
-            status.shard_done(result.counts, totals.findings)
+            status.shard_done(result.counts, totals.findings, result.shard_id)
             live_manifest()
 
         live_manifest(force=True)
