@@ -133,9 +133,7 @@ def test_every_subcommand_runs_from_the_base_install_and_never_exits_3(base_inst
 @pytest.mark.parametrize("argv, extra", [
     (["run", "--corpus", "smoke", "--limit", "5", "--executor", "ray"], "verify-tokenizers[ray]"),
     (["run", "--corpus", "hf:someone/some-dataset", "--limit", "5"], "verify-tokenizers[hf]"),
-    pytest.param(["fuzz", "--atheris", "--max-examples", "5"], "verify-tokenizers[fuzz]",
-                 marks=pytest.mark.xfail(strict=True, reason="the atheris hint names `pip install atheris`, not "
-                                                              "the extra (verify/adversarial/fuzz/atheris_target.py)")),
+    (["fuzz", "--atheris", "--max-examples", "5"], "verify-tokenizers[fuzz]"),
 ])
 def test_a_missing_extra_is_one_line_naming_it_and_exit_2(base_install, tmp_path, argv, extra):
     proc = verify(base_install, *argv, "--out", str(tmp_path / "out"))

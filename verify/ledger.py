@@ -207,7 +207,9 @@ class Ledger:
             raise _Unusable(f"checksum mismatch: {len(data):,} bytes hash to {actual[:16]}, the sidecar records "
                             f"{recorded[:16] or 'nothing'} (truncated or altered)")
         try:
-            table = pq.read_table(pa.BufferReader(data))
+            # the plain file reader on this thread: the dataset scanner's background threads
+            # can abort the interpreter at exit (apache/arrow#34314)
+            table = pq.ParquetFile(pa.BufferReader(data)).read(use_threads=False)
         except Exception as exc:  # pyarrow's ArrowInvalid and friends
             raise _Unusable(f"not a readable Parquet file ({type(exc).__name__}: {exc})") from None
         _, schema = _pa()

@@ -31,47 +31,29 @@ message, answers out of order, stays silent past the timeout -- raises
 child reports for one request raises :class:`EngineRequestError` (a subclass)
 with the child's own message. Either becomes an error finding in the harness.
 
-The child leads a process group of its own: closing the adapter, or giving up on a hung
-child, kills the group (the child and whatever it started). A watchdog process kills the
-group when the process that started the child goes without closing it (kill -9 of the run,
-or of the isolated worker holding this engine after a hang): no engine process outlives a run.
+The child leads a process group of its own (``verify.engines.child_process``): closing the
+adapter, or giving up on a hung child, kills the group (the child and whatever it started),
+and a watchdog kills it when the process that started the child goes without closing it.
 """
 
 from __future__ import annotations
 
 import base64
-import collections
-import contextlib
 import json
-import os
 import queue
 import shlex
-import signal
-import subprocess
-import sys
 import threading
-import weakref
 from typing import Any, Sequence
 
 import numpy as np
 
 from verify.engines.base import Adapter, Capabilities, EngineIdentity, as_token_array
+from verify.engines.child_process import EOF, ChildProcess
 from verify.errors import ConfigError
 from verify.sample import Sample, Segment
 
 PROTOCOL = "verify-tokenize/1"
 PROTOCOL_FAMILY = "verify-tokenize/"
-STDERR_TAIL_LINES = 40
-STDERR_TAIL_CHARS = 4000
-_EOF = object()
-# the watchdog: reads its stdin to the end; "released" means the group was already ended
-_WATCHDOG = ("import os, signal, sys\n"
-             "word = sys.stdin.buffer.read()\n"
-             "if word != b'released':\n"
-             "    try:\n"
-             "        os.killpg(int(sys.argv[1]), signal.SIGKILL)\n"
-             "    except OSError:\n"
-             "        pass\n")
 
 
 class EngineProcessError(RuntimeError):
@@ -84,117 +66,6 @@ class EngineRequestError(EngineProcessError):
     def __init__(self, message: str, error_type: str = "Error"):
         super().__init__(message)
         self.error_type = error_type
-
-
-def _drain(stream, sink) -> None:
-    """Read ``stream`` line by line into ``sink`` until EOF (runs in a thread)."""
-    try:
-        for line in iter(stream.readline, b""):
-            sink(line)
-    except (OSError, ValueError):
-        pass
-    finally:
-        try:
-            stream.close()
-        except OSError:
-            pass
-
-
-class _Child:
-    """One running child process plus the threads that drain its pipes."""
-
-    def __init__(self, argv: list[str]):
-        self.argv = argv
-        try:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                start_new_session=True,  # its own process group: it and its children end together
-            )
-        except OSError as exc:
-            raise ConfigError(f"cannot start engine process {shlex.join(argv)!r}: {exc}") from exc
-        self.watchdog = _start_watchdog(self.proc.pid)
-        self.lines: queue.Queue = queue.Queue()
-        self.stderr: collections.deque[bytes] = collections.deque(maxlen=STDERR_TAIL_LINES)
-        self._out = threading.Thread(target=self._read_stdout, daemon=True, name=f"verify-stdout-{self.proc.pid}")
-        self._err = threading.Thread(target=_drain, args=(self.proc.stderr, self.stderr.append),
-                                     daemon=True, name=f"verify-stderr-{self.proc.pid}")
-        self._out.start()
-        self._err.start()
-        # Reap the child even when nobody calls close() (GC, interpreter exit).
-        self._finalizer = weakref.finalize(self, _Child._terminate, self.proc, self.watchdog)
-
-    def _read_stdout(self) -> None:
-        _drain(self.proc.stdout, self.lines.put)
-        self.lines.put(_EOF)
-
-    def send(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line)
-        self.proc.stdin.flush()
-
-    def stderr_tail(self) -> str:
-        if self.proc.poll() is not None:
-            self._err.join(timeout=1.0)  # let the drain thread collect the child's last words
-        text = b"".join(self.stderr).decode("utf-8", errors="replace").rstrip()
-        if len(text) > STDERR_TAIL_CHARS:
-            text = "..." + text[-STDERR_TAIL_CHARS:]
-        return text
-
-    def exit_status(self, wait: float = 2.0) -> int | None:
-        try:
-            return self.proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            return None
-
-    @staticmethod
-    def _terminate(proc: subprocess.Popen, watchdog: subprocess.Popen | None, grace: float = 5.0) -> None:
-        if proc.stdin and not proc.stdin.closed:
-            try:
-                proc.stdin.close()  # EOF on stdin is the polite "please exit"
-            except OSError:
-                pass
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            pass
-        _kill_group(proc.pid)  # a hung child, and whatever the child left running
-        proc.wait()
-        _release_watchdog(watchdog)
-
-    def close(self, grace: float = 5.0) -> None:
-        self._finalizer.detach()
-        _Child._terminate(self.proc, self.watchdog, grace)
-        self._out.join(timeout=1.0)
-        self._err.join(timeout=1.0)
-
-
-def _start_watchdog(group: int) -> subprocess.Popen | None:
-    """Kills process group ``group`` when its stdin closes without a word (its holder is gone);
-    in a session of its own, so that a kill of the run's process group spares it."""
-    try:
-        return subprocess.Popen([sys.executable, "-I", "-S", "-c", _WATCHDOG, str(group)], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    except OSError:  # no watchdog: the group still ends with close()
-        return None
-
-
-def _release_watchdog(watchdog: subprocess.Popen | None) -> None:
-    if watchdog is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        watchdog.stdin.write(b"released")
-    with contextlib.suppress(OSError, ValueError):
-        watchdog.stdin.close()
-    try:
-        watchdog.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        watchdog.kill()
-        watchdog.wait()
-
-
-def _kill_group(group: int) -> None:
-    with contextlib.suppress(OSError):
-        os.killpg(group, signal.SIGKILL)
 
 
 def _capabilities_from(declared: Any) -> Capabilities:
@@ -237,7 +108,7 @@ class SubprocessEngine(Adapter):
         self.restarts = 0
         self._lock = threading.RLock()
         self._next_id = 0
-        self._child: _Child | None = None
+        self._child: ChildProcess | None = None
         self._dead_reason: str | None = None
         self.handshake: dict[str, Any] = {}
         self._start()
@@ -258,7 +129,7 @@ class SubprocessEngine(Adapter):
 
     # --- process lifecycle --------------------------------------------------
     def _start(self) -> None:
-        child = _Child(self.argv)
+        child = ChildProcess(self.argv)
         self._child = child
         self._dead_reason = None
         line = self._read_line(child, self.startup_timeout, "the handshake")
@@ -278,7 +149,7 @@ class SubprocessEngine(Adapter):
             self._fail(child, "declared different capabilities after a restart")
         self.handshake = msg
 
-    def _fail(self, child: _Child, what: str):
+    def _fail(self, child: ChildProcess, what: str):
         """Kill ``child``, remember why, and raise EngineProcessError with its stderr tail."""
         child.close(grace=0.5)
         status = child.proc.returncode
@@ -292,18 +163,18 @@ class SubprocessEngine(Adapter):
             self._dead_reason = message
         raise EngineProcessError(message)
 
-    def _read_line(self, child: _Child, timeout: float, waiting_for: str) -> bytes:
+    def _read_line(self, child: ChildProcess, timeout: float, waiting_for: str) -> bytes:
         try:
             line = child.lines.get(timeout=timeout)
         except queue.Empty:
             self._fail(child, f"sent nothing for {timeout:g}s while the harness waited for {waiting_for}; killed it")
-        if line is _EOF:
+        if line is EOF:
             status = child.exit_status()
             how = "closed its stdout" if status is None else f"exited with status {status}"
             self._fail(child, f"{how} while the harness waited for {waiting_for}")
         return line
 
-    def _live_child(self) -> _Child:
+    def _live_child(self) -> ChildProcess:
         if self._child is not None:
             return self._child
         if not self.restart or self.restarts >= self.max_restarts:

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
-from verify.executors.isolated import Lifeline, kill_tree
+from verify.executors.lifeline import Lifeline, kill_tree
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.executors.threads import unpin_threads
 from verify.outcome import Failure, Outcome

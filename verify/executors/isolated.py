@@ -19,21 +19,18 @@ own process group, so killing it takes whatever the engine started with it.
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import os
 import signal
-import sys
 import tempfile
-import threading
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
+from verify.executors.lifeline import Lifeline, kill_tree
 from verify.executors.threads import pin_threads
 from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
 from verify.outcome import Failure, Outcome
@@ -42,76 +39,6 @@ from verify.sample import Sample
 DEFAULT_TIMEOUT_S = 60.0
 STDERR_TAIL = 2000
 ENGINE_START_ATTEMPTS = 3  # an engine worker that dies while loading is started this many times in all
-LIFELINE_POLL_S = 0.2
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-# --- child processes that end with their parent ----------------------------------------------
-
-@dataclass(frozen=True)
-class Lifeline:
-    """Handed to a child process (shard, engine or device worker). ``hold()``, first thing in
-    the child, ends it as soon as its parent is gone however it went (SIGTERM, kill -9): at
-    once by PR_SET_PDEATHSIG on Linux -- asked for only when the parent started the child from
-    its main thread, as Linux sends it when that *thread* ends -- and by a thread watching the
-    parent pid everywhere."""
-
-    parent: int
-    from_main_thread: bool
-
-    @classmethod
-    def here(cls) -> "Lifeline":
-        return cls(os.getpid(), threading.current_thread() is threading.main_thread())
-
-    def hold(self, own_group: bool = False) -> None:
-        """``own_group``: this child leads a process group of its own, which ends with it."""
-        if own_group:
-            with contextlib.suppress(OSError):
-                os.setpgid(0, 0)
-        if self.from_main_thread:
-            _parent_death_signal(signal.SIGKILL)
-        if os.getppid() != self.parent:  # the parent went before we got here
-            _end_now()
-        threading.Thread(target=self._watch, daemon=True, name="verify-lifeline").start()
-
-    def _watch(self) -> None:
-        while os.getppid() == self.parent:
-            time.sleep(LIFELINE_POLL_S)
-        _end_now()
-
-
-def _parent_death_signal(sig: int) -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass  # the watching thread still ends the child
-
-
-def _end_now() -> None:
-    """The parent is gone: end this process, with its process group when it leads one."""
-    if os.getpgid(0) == os.getpid():
-        os.killpg(0, signal.SIGKILL)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def kill_tree(proc) -> None:
-    """Kill a child process started with a ``Lifeline`` (``proc``: a multiprocessing Process),
-    with its process group when it leads one (what an engine started goes with it)."""
-    if proc.pid is None:
-        return
-    with contextlib.suppress(OSError):
-        if os.getpgid(proc.pid) == proc.pid:
-            os.killpg(proc.pid, signal.SIGKILL)
-    if proc.is_alive():
-        proc.kill()
-
-
-# --- the engine worker -----------------------------------------------------------------------
-
 def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None, threads: int | None,
                  lifeline: Lifeline) -> None:
     lifeline.hold(own_group=True)

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 from verify.corpora.shards import Shard
 from verify.errors import VerifyError
 from verify.executors.devices import DeviceWorkers, device_specs
-from verify.executors.isolated import Lifeline, kill_tree
+from verify.executors.lifeline import Lifeline, kill_tree
 from verify.executors.notes import merge_notes
 from verify.executors.pool import EnginePool
 from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions, RunnerCannotStart, ShardError,

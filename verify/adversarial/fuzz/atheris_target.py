@@ -27,10 +27,18 @@ into ``OUT/replay/``, replaced on every call), so they end in
 ``OUT/atheris-corpus/`` its corpus, which a later run with the same OUT continues;
 an empty corpus is first seeded with 300 texts from the hypothesis strategies.
 
-Limits: libFuzzer's coverage feedback sees only instrumented Python code; an engine
-in Rust or C++ is fuzzed nearly blind unless built with ``-fsanitize=fuzzer-no-link``.
-The hypothesis fuzzer (``verify fuzz`` without ``--atheris``) knows where
-tokenizers break (its strategies) and finds more in the same time on such engines.
+Native coverage: libFuzzer's coverage feedback sees instrumented Python code, and the
+native code of an engine built with SanitizerCoverage -- ``maturin:PATH?coverage=1``
+(docs/maturin.md). For such an engine, libFuzzer's callbacks are loaded into the global
+symbol scope before the engines are built (``verify.engines.maturin_coverage``), so the
+extension's counters and comparison traces register with the same libFuzzer as atheris's
+Python counters, and ``atheris.Setup`` is told to use that built-in libFuzzer. libFuzzer's
+``INFO: Loaded N modules (M inline 8-bit counters)`` line at the start of ``OUT/atheris.log``
+counts the native module(s); a native engine without instrumentation is fuzzed nearly blind,
+and the hypothesis fuzzer (``verify fuzz`` without ``--atheris``), which knows where
+tokenizers break, finds more in the same time on it. ``maturin:`` engines are built (or
+found in the cache) before the target starts: a failed build is one line, exit 2, with the
+compiler's output saved as ``OUT/maturin-build.log``.
 
 Found (reference tiktoken 0.14.0, cl100k_base; record new findings here, one line
 each, with the engine version and the input):
@@ -55,7 +63,8 @@ from verify.sample import Sample
 REFERENCE_ENV = "VERIFY_FUZZ_REFERENCE"
 CANDIDATES_ENV = "VERIFY_FUZZ_CANDIDATES"
 MAX_IDS_SHOWN = 2000
-INSTALL_HINT = "atheris is not installed: pip install atheris (Linux or macOS, CPython with a wheel or clang)"
+INSTALL_HINT = ("atheris is not installed: pip install 'verify-tokenizers[fuzz]' "
+                "(Linux or macOS, CPython with a wheel or clang)")
 
 REFERENCE = None  # executors in this process, built by configure() from the environment
 CANDIDATES: list = []
@@ -148,15 +157,23 @@ def main(argv: list[str] | None = None) -> None:
 
     from verify.errors import VerifyError
 
+    from verify.engines.maturin_coverage import libfuzzer_preloaded, preload_libfuzzer, wants_native_coverage
+
     argv = list(sys.argv if argv is None else argv)
     try:
+        specs = [os.environ[REFERENCE_ENV], *parse_specs(os.environ.get(CANDIDATES_ENV, ""))]
+        if any(wants_native_coverage(spec) for spec in specs):
+            preload_libfuzzer()  # before any extension is loaded: its counters go to this libFuzzer
         with atheris.instrument_imports(include=["verify"]):  # Python-side coverage of the adapters
-            configure(os.environ[REFERENCE_ENV], parse_specs(os.environ.get(CANDIDATES_ENV, "")))
+            configure(specs[0], specs[1:])
     except KeyError:
         sys.exit(f"verify atheris target: set ${REFERENCE_ENV} (and ${CANDIDATES_ENV})")
     except VerifyError as exc:
         sys.exit(f"verify atheris target: {exc}")
-    atheris.Setup(argv, TestOneInput)
+    if libfuzzer_preloaded():  # the libFuzzer the native counters registered with, not a second one
+        atheris.Setup(argv, TestOneInput, internal_libfuzzer=True)
+    else:
+        atheris.Setup(argv, TestOneInput)
     atheris.Fuzz()
 
 
@@ -176,12 +193,14 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
     if not candidates:
         raise UsageError("no candidate engine: pass --candidate SPEC")
     out.mkdir(parents=True, exist_ok=True)
+    prebuild(reference, candidates, out)
     corpus = out / "atheris-corpus"
     corpus.mkdir(exist_ok=True)
     write_seeds(corpus)
     before = set(_artifacts(out))
     cmd = [sys.executable, "-m", "verify.adversarial.fuzz.atheris_target",
-           f"-max_total_time={max(1, round(budget_s or 60))}", f"-artifact_prefix={out}{os.sep}"]
+           f"-max_total_time={max(1, round(budget_s or 60))}", f"-artifact_prefix={out}{os.sep}",
+           "-print_final_stats=1"]
     if runs is not None:
         cmd.append(f"-runs={runs}")
     if seed is not None:
@@ -203,6 +222,50 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
         print(f"atheris: {path.name}: {text_from_bytes(path.read_bytes())!r}")
     print(f"atheris: {len(found)} finding(s), replayed into {out / 'replay' / 'divergences.jsonl'}; log {log}")
     return EXIT_FINDINGS
+
+
+def prebuild(reference: str, candidates: list[str], out: Path) -> None:
+    """Build every ``maturin:`` engine (or find it in the cache) before the target starts: a
+    failed build is one line here, its compiler output copied to ``OUT/maturin-build.log``."""
+    import shutil
+
+    from verify.engines.maturin_build import BuildFailed
+    from verify.engines.maturin_engine import prebuild_spec
+    from verify.errors import ConfigError
+
+    for spec in [reference, *candidates]:
+        try:
+            prebuild_spec(spec)
+        except BuildFailed as exc:
+            saved = out / "maturin-build.log"
+            shutil.copyfile(exc.log, saved)
+            raise ConfigError(f"{exc.summary}; compiler output: {saved}") from None
+
+
+def atheris_stats(log: Path) -> dict:
+    """What libFuzzer's log says: executions (``-print_final_stats``), executions per second,
+    the modules and inline 8-bit counters it loaded at the start (native ones: atheris adds its
+    Python counters later), the last coverage count, whether it crashed."""
+    import re
+
+    stats: dict = {"executions": None, "exec_per_sec": None, "loaded_modules": 0, "loaded_counters": 0,
+                   "coverage": None, "crashed": False}
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("stat::number_of_executed_units:"):
+            stats["executions"] = int(line.split(":")[-1])
+        elif line.startswith("stat::average_exec_per_sec:"):
+            stats["exec_per_sec"] = int(line.split(":")[-1])
+        elif line.startswith("INFO: Loaded") and "inline 8-bit counters" in line:
+            found = re.search(r"Loaded (\d+) modules\s+\((\d+) inline 8-bit counters\)", line)
+            if found:
+                stats["loaded_modules"] += int(found.group(1))
+                stats["loaded_counters"] += int(found.group(2))
+        elif "Test unit written to" in line:
+            stats["crashed"] = True
+        found = re.search(r"\bcov: (\d+)", line)
+        if found:
+            stats["coverage"] = int(found.group(1))
+    return stats
 
 
 def _artifacts(out: Path) -> list[Path]:

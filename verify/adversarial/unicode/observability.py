@@ -3,8 +3,8 @@
 A class change of a code point is invisible wherever it moves no pre-token boundary
 that a merge or a vocabulary entry crosses. To measure a sweep's recall honestly,
 the denominator is the set of changed code points that SOME context reveals: for
-each code point, ``contexts`` random texts built around it (one to three copies of
-it among random vocabulary tokens, letters, digits and digit runs, spaces, tabs and
+each code point, every fixed hostile piece next to it, and ``contexts`` random texts
+built around it (one to three copies of it among random vocabulary tokens, letters, digits and digit runs, spaces, tabs and
 newlines, punctuation, marks, other scripts, emoji), encoded by the reference and
 the planted engine. A code point is observable when any of its texts encode
 differently. The battery shares nothing with the sweep's contexts.
@@ -45,8 +45,11 @@ def _pieces(tokens: Sequence[bytes], rng: random.Random, count: int = 3000) -> l
 
 
 def battery(cp: int, pool: Sequence[str], rng: random.Random, n: int) -> list[str]:
+    """Every fixed hostile piece right before, right after and around the code point (a
+    contraction or a digit right after it is what reveals many whitespace changes), then
+    ``n`` random texts."""
     ch = chr(cp)
-    out = []
+    out = [text for piece in _FIXED for text in (piece + ch, ch + piece, piece + ch + piece)]
     for _ in range(n):
         left = "".join(rng.choice(pool) for _ in range(rng.choice((0, 1, 1, 2, 3))))
         right = "".join(rng.choice(pool) for _ in range(rng.choice((0, 1, 1, 2, 3))))
