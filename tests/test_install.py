@@ -134,6 +134,8 @@ def test_every_subcommand_runs_from_the_base_install_and_never_exits_3(base_inst
     (["run", "--corpus", "smoke", "--limit", "5", "--executor", "ray"], "verify-tokenizers[ray]"),
     (["run", "--corpus", "hf:someone/some-dataset", "--limit", "5"], "verify-tokenizers[hf]"),
     (["fuzz", "--atheris", "--max-examples", "5"], "verify-tokenizers[fuzz]"),
+    (["run", "--candidate", "maturin:tests/fixtures/rust-bpe", "--corpus", "smoke", "--limit", "5"],
+     "verify-tokenizers[maturin]"),
 ])
 def test_a_missing_extra_is_one_line_naming_it_and_exit_2(base_install, tmp_path, argv, extra):
     proc = verify(base_install, *argv, "--out", str(tmp_path / "out"))

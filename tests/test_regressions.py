@@ -339,19 +339,23 @@ def test_real_cases_are_well_formed_and_small():
         assert case.path.stem == case.id
 
 
+def _real_case_adapters() -> list[str]:
+    from verify.engines.registry import parse_spec
+
+    return sorted({parse_spec(case.engine).adapter for case in load_cases(REAL_CASES)})
+
+
 @pytest.mark.slow
-def test_real_cases_replay_as_recorded():
+@pytest.mark.parametrize("adapter", _real_case_adapters())
+def test_real_cases_replay_as_recorded(adapter):
+    """Every recorded case of one engine package (one test per package, so the workers share them)."""
     from verify.engines.registry import adapters, parse_spec
 
-    checked = 0
+    entry = adapters().get(adapter)
+    if entry is None or not entry.installed() or (entry.requires and importlib.util.find_spec(entry.requires) is None):
+        pytest.skip(f"{adapter} is not installed")
+    cases = [case for case in load_cases(REAL_CASES) if parse_spec(case.engine).adapter == adapter]
     with EnginePool(EngineOptions(isolate=False)) as pool:
-        for case in load_cases(REAL_CASES):
-            entry = adapters().get(parse_spec(case.engine).adapter)
-            if entry is None or not entry.installed() or (
-                    entry.requires and importlib.util.find_spec(entry.requires) is None):
-                continue
+        for case in cases:
             result = replay(case, pool.try_get(case.reference), pool.try_get(case.engine))
             assert result.as_recorded, (case.id, result.status, result.detail)
-            checked += 1
-    if not checked:
-        pytest.skip("no engine package of the regression cases is installed")

@@ -3,7 +3,8 @@ modules' return values, nowhere else:
 
   0  every sample verified
   1  a divergence, error, crash or timeout was found (or samples were skipped)
-  2  usage or configuration error (unknown engine, missing file, bad vocabulary hash, ...)
+  2  usage or configuration error (unknown engine, missing file, bad vocabulary hash, ...), or no
+     space left on the disk (free some, then ``--resume``: what was committed is kept)
   3  a bug in the harness itself (an unexpected exception), with one line saying so
 130  interrupted
 """
@@ -18,7 +19,7 @@ import sys
 
 from verify import __version__
 from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_INTERRUPTED, EXIT_USAGE
-from verify.errors import UsageError, VerifyError
+from verify.errors import UsageError, VerifyError, disk_full
 
 
 class SubParser(argparse.ArgumentParser):
@@ -45,6 +46,16 @@ def check_finite(args: argparse.Namespace) -> None:
                 raise UsageError(f"--{name.replace('_', '-')} must be a finite number, got {v}")
 
 
+def check_decodable(argv: list[str]) -> None:
+    """An argument whose bytes are not UTF-8 (a file name in another encoding) reaches Python with
+    lone surrogates, which no report or manifest can hold: one line, exit 2."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"{ascii(arg)} is not UTF-8: verify takes UTF-8 paths and text") from None
+
+
 def _module(name: str):
     return importlib.import_module(f"verify.commands.{name}")
 
@@ -52,6 +63,7 @@ def _module(name: str):
 def main(argv: list[str] | None = None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
+        check_decodable(argv)
         args = build_parser().parse_args(argv)
         check_finite(args)
         args.argv = argv  # recorded in manifests as the command that ran
@@ -63,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         print("verify: interrupted (partial reports written)", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:  # a bug in verify itself: still one line unless asked for more
+        full = disk_full(exc)
+        if full is not None:  # not a bug: the disk (or a quota) is full
+            print(f"verify: error: {full}", file=sys.stderr)
+            return EXIT_USAGE
         if os.environ.get("VERIFY_DEBUG"):
             raise
         print(f"verify: harness bug: {type(exc).__name__}: {exc} (set VERIFY_DEBUG=1 for a traceback; "

@@ -153,7 +153,10 @@ class Ledger:
             if stored.get("schema") != SCHEMA or stored.get("keys_version") != KEYS_VERSION:
                 raise ConfigError(f"ledger {root}: {ident_path} was written by another harness version")
         elif create:
-            fs.makedirs(path, exist_ok=True)
+            try:
+                fs.makedirs(path, exist_ok=True)
+            except (FileExistsError, NotADirectoryError) as exc:  # a file where a folder must be
+                raise ConfigError(f"ledger {root}: cannot hold a ledger ({exc.strerror}: {exc.filename})") from None
             _atomic(fs, ident_path, json.dumps({"schema": SCHEMA, "keys_version": KEYS_VERSION,
                                                 "engine_key": engine_key(identity), "identity": identity},
                                                indent=1, default=str).encode())

@@ -76,20 +76,24 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
-def integer(minimum: int) -> Callable[[Any, str], int]:
+def integer(minimum: int, maximum: int | None = None) -> Callable[[Any, str], int]:
     def check(value: Any, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConfigError(f"{where} must be an integer of at least {minimum}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum or \
+                (maximum is not None and value > maximum):
+            upto = f" and at most {maximum}" if maximum is not None else ""
+            raise ConfigError(f"{where} must be an integer of at least {minimum}{upto}")
         return value
     return check
 
 
-def seconds(minimum_exclusive: bool) -> Callable[[Any, str], float]:
+def seconds(minimum_exclusive: bool, maximum: float | None = None) -> Callable[[Any, str], float]:
     def check(value: Any, where: str) -> float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
-            (value > 0 if minimum_exclusive else value >= 0)
+            (value > 0 if minimum_exclusive else value >= 0) and (maximum is None or value <= maximum)
         if not ok:
-            raise ConfigError(f"{where} must be a number of seconds {'above' if minimum_exclusive else 'of at least'} 0")
+            upto = f" and at most {maximum:g}" if maximum is not None else ""
+            raise ConfigError(f"{where} must be a number of seconds {'above' if minimum_exclusive else 'of at least'} "
+                              f"0{upto}")
         return float(value)
     return check
 

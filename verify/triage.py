@@ -45,6 +45,7 @@ from typing import Any, Callable, Iterator
 
 from verify import jsonl
 from verify.classify import Cluster, Clusters, TagRule, cause_key, load_tags, signature, signature_key
+from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.findings import input_runs, describe_divergence, read_findings
 from verify.minimize import MinimiseResult, minimise
@@ -52,11 +53,13 @@ from verify.outcome import Failure, differ
 from verify.sample import Sample
 from verify.session_minimize import minimized_session_fields
 from verify import atomic
+from verify.fault_pause import pause
 
 CLUSTERS_SCHEMA = "verify.clusters/1"
 TRIAGE_SCHEMA = "verify.triage/1"
 KIND_ORDER = {"ids": 0, "error": 1, "crash": 2, "timeout": 3}
 TIMEOUT_PROBES = 50
+SPILL = ".triage-signatures.{pid}.tmp"  # in OUT, the signatures between the two passes
 
 SKIP_BUDGET = "budget"
 SKIP_PER_CLUSTER = "not first in cluster"
@@ -252,7 +255,8 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
     out = Path(out)
     rules = tags if tags is not None else load_tags()
     summary = TriageSummary(budget_s=budget_s)
-    spill = out / f".triage-signatures.{os.getpid()}.tmp"  # one line per finding, between the two passes
+    _drop_dead_spills(out)
+    spill = out / SPILL.format(pid=os.getpid())  # one line per finding, between the two passes
     try:
         with open(spill, "w", encoding="utf-8", newline="\n") as fh:
             first = _sign_and_cluster(out, rules, per_cluster, fh)
@@ -262,6 +266,7 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
         pool = pool or EnginePool(engine or EngineOptions())
         try:
             minimized, skipped = _minimise(out, pool, summary, _choose(first), budget_s, started)
+            pause("triage")  # fault tests: killed here, its engines run and only the spill is written
         finally:
             if own_pool:
                 pool.close()
@@ -273,6 +278,15 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
     summary.seconds = time.monotonic() - started
     atomic.write_text(out / "triage.json", json.dumps(summary.as_info(), indent=2) + "\n")
     return summary
+
+
+def _drop_dead_spills(out: Path) -> None:
+    """Remove the spills of triages that were killed (their process is gone): each holds a line
+    per finding, and a resumed run would otherwise keep them in OUT for good."""
+    for path in out.glob(SPILL.format(pid="*")):
+        pid = path.name.split(".")[2]
+        if pid.isdigit() and process_gone(int(pid)):
+            path.unlink(missing_ok=True)
 
 
 def _sign_and_cluster(out: Path, rules: list[TagRule], per_cluster: int, spill) -> _Pass1:

@@ -106,13 +106,27 @@ def tagged_env(**extra: str) -> dict[str, str]:
     return {**os.environ, TAG: uuid.uuid4().hex, **extra}
 
 
-def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "verify.cli", *argv], cwd=REPO, env=env,
+def boxed_env(box: Path, **extra: str) -> dict[str, str]:
+    """A tagged environment whose home, temporary folder and caches lie in ``box`` (run it with
+    ``cwd=box / "cwd"``): whatever a run writes outside its --out lands in ``box``."""
+    for name in ("home", "tmp", "cwd"):
+        (box / name).mkdir(parents=True, exist_ok=True)
+    return tagged_env(HOME=str(box / "home"), TMPDIR=str(box / "tmp"), XDG_CACHE_HOME=str(box / "home" / ".cache"),
+                      **extra)
+
+
+def written_in(box: Path) -> list[str]:
+    """The files in ``box`` (folders are not listed): empty when a run wrote nothing outside its --out."""
+    return sorted(str(path.relative_to(box)) for path in box.rglob("*") if not path.is_dir())
+
+
+def start(argv: list[str], env: dict[str, str], cwd: Path = REPO) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "verify.cli", *argv], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
-def run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "verify.cli", *argv], cwd=REPO, env=env, capture_output=True,
+def run(argv: list[str], env: dict[str, str], cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verify.cli", *argv], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=600)
 
 

@@ -27,8 +27,8 @@ from __future__ import annotations
 import sys
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import (add_corpus_options, add_job_options, add_limit_option, add_out_option,
-                                     add_pool_options, check_positive, job_options)
+from verify.commands.options import (MAX_SECONDS, add_corpus_options, add_job_options, add_limit_option,
+                                     add_out_option, add_pool_options, check_positive, job_options)
 from verify.errors import UsageError
 
 
@@ -58,8 +58,8 @@ def run(args) -> int:
 
     check_positive(args.limit, "--limit")
     check_positive(args.batch_size, "--batch-size")
-    if args.stress_budget is not None and not args.stress_budget > 0:
-        raise UsageError("--stress-budget must be positive")
+    if args.stress_budget is not None and not 0 < args.stress_budget <= MAX_SECONDS:
+        raise UsageError(f"--stress-budget must be a positive number of seconds, at most {MAX_SECONDS:g}")
     if not args.engine and not args.resume:
         raise UsageError("verify check needs --engine SPEC")
     checks = None

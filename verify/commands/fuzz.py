@@ -20,13 +20,13 @@ import math
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
-                                     engine_options, job_options, out_dir, reference_and_candidates)
+from verify.commands.options import (MAX_SECONDS, add_engine_options, add_job_options, add_out_option,
+                                     add_pool_options, check_job_numbers, engine_options, job_options, out_dir,
+                                     reference_and_candidates)
 from verify.errors import UsageError
 
 MAX_COUNT = 10**9
 MAX_SEED = 2**64 - 1
-MAX_SECONDS = 10**7
 
 
 def whole(low: int, high: int):
@@ -55,12 +55,13 @@ def seconds(text: str) -> float:
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.fuzz.hunt import DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV
+    from verify.adversarial.fuzz.hunt import (DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV,
+                                              MAX_EXAMPLES)
 
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
     add_engine_options(p)
     add_out_option(p, "fuzz")
-    p.add_argument("--max-examples", type=whole(1, MAX_COUNT), metavar="N",
+    p.add_argument("--max-examples", type=whole(1, MAX_EXAMPLES), metavar="N",
                    help=f"stop after N generated examples, shared by the search shards (default ${EXAMPLES_ENV} or "
                         f"{DEFAULT_EXAMPLES}; with --atheris: libFuzzer -runs)")
     p.add_argument("--budget", type=seconds, metavar="S",
@@ -84,22 +85,12 @@ def add_parser(sub) -> None:
                    help="coverage-guided fuzzing with atheris/libFuzzer (engines in-process, crash artifacts in OUT)")
 
 
-def check_pool_numbers(args) -> None:
-    """The shared options' numbers that their own checks let through (nan passes ``<= 0``)."""
-    if args.timeout is not None and not (math.isfinite(args.timeout) and 0 < args.timeout <= MAX_SECONDS):
-        raise UsageError(f"--timeout must be a positive, finite number of seconds, got {args.timeout!r}")
-    cpus = args.ray_cpus_per_actor
-    if not (math.isfinite(cpus) and 0 < cpus <= 4096):
-        raise UsageError(f"--ray-cpus-per-actor must be a positive, finite number of CPUs, got {cpus!r}")
-    for flag, value in (("--workers", args.workers), ("--ray-actors", args.ray_actors)):
-        if value is not None and not 1 <= value <= 4096:
-            raise UsageError(f"{flag} must be from 1 to 4096, got {value}")
-
-
 def run(args) -> int:
-    check_pool_numbers(args)
-    if args.database is not None and args.database.exists() and not args.database.is_dir():
-        raise UsageError(f"--database {args.database} is a file, not a directory")
+    check_job_numbers(args)  # before anything else: one line, exit 2 (--timeout: engine_options)
+    if args.database is not None:
+        from verify.rundir.paths import folder_to_write
+
+        folder_to_write(args.database, "--database")
     options = engine_options(args)
     if args.atheris:
         return _atheris(args, options)

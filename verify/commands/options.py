@@ -11,8 +11,11 @@ import time
 from pathlib import Path
 
 from verify.errors import UsageError
-from verify.executors.isolated import DEFAULT_TIMEOUT_S
+from verify.executors.isolated import DEFAULT_TIMEOUT_S, MAX_MEMORY_MB, MAX_TIMEOUT_S
 from verify.executors.pool import EngineOptions
+from verify.executors.workers import MAX_WORKERS
+
+MAX_SECONDS = MAX_TIMEOUT_S  # every time option's ceiling (--timeout, --budget, --stress-budget)
 
 
 def default_out(kind: str) -> Path:
@@ -27,10 +30,9 @@ def add_out_option(p, kind: str) -> None:
 
 
 def out_dir(args, kind: str) -> Path:
-    out = args.out or default_out(kind)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a directory")
-    return out
+    from verify.rundir.paths import folder_to_write
+
+    return folder_to_write(args.out or default_out(kind), "--out")
 
 
 def add_engine_options(p, *, allow_all: bool = False, defaults_shown: bool = True) -> None:
@@ -66,10 +68,10 @@ def add_pool_options(p) -> None:
 
 def engine_options(args) -> EngineOptions:
     timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
-    if timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    if args.memory_limit_mb is not None and args.memory_limit_mb < 64:
-        raise UsageError("--memory-limit-mb must be at least 64")
+    if not 0 < timeout <= MAX_SECONDS:
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:g}, got {timeout:g}")
+    if args.memory_limit_mb is not None and not 64 <= args.memory_limit_mb <= MAX_MEMORY_MB:
+        raise UsageError(f"--memory-limit-mb must be from 64 to {MAX_MEMORY_MB}, got {args.memory_limit_mb}")
     return EngineOptions(isolate=not args.in_process, timeout_s=timeout, memory_limit_mb=args.memory_limit_mb)
 
 
@@ -88,6 +90,12 @@ def add_limit_option(p) -> None:
 def check_positive(value, flag: str, minimum: float = 1) -> None:
     if value is not None and value < minimum:
         raise UsageError(f"{flag} must be at least {minimum:g}")
+
+
+def check_workers(value: int | None, flag: str = "--workers") -> None:
+    """A count of worker processes or actors: from 1 to ``MAX_WORKERS`` (each is a process)."""
+    if value is not None and not 1 <= value <= MAX_WORKERS:
+        raise UsageError(f"{flag} must be from 1 to {MAX_WORKERS}, got {value}")
 
 
 def add_job_options(p, minimize_budget: float | None = 120.0) -> None:
@@ -112,15 +120,22 @@ def add_job_options(p, minimize_budget: float | None = 120.0) -> None:
                             "(default %(default)s)")
 
 
+def check_job_numbers(args) -> None:
+    """--workers and --ray-actors from 1 to ``MAX_WORKERS``, --ray-cpus-per-actor above 0 and at most that
+    (nan and inf refused): one line, exit 2."""
+    check_workers(args.workers, "--workers")
+    check_workers(args.ray_actors, "--ray-actors")
+    if not 0 < args.ray_cpus_per_actor <= MAX_WORKERS:
+        raise UsageError(f"--ray-cpus-per-actor must be a positive number of CPUs, at most {MAX_WORKERS}, got "
+                         f"{args.ray_cpus_per_actor:g}")
+
+
 def job_options(args, kind: str, engine: EngineOptions | None = None):
     """The ``JobOptions`` of a command with ``add_job_options`` (checked: one line, exit 2)."""
     from verify.executors.workers import RayOptions, default_workers
     from verify.pipeline.hunt import JobOptions
 
-    check_positive(args.workers, "--workers")
-    check_positive(args.ray_actors, "--ray-actors")
-    if not args.ray_cpus_per_actor > 0:
-        raise UsageError(f"--ray-cpus-per-actor must be positive, got {args.ray_cpus_per_actor:g}")
+    check_job_numbers(args)
     if args.executor != "ray" and (args.ray_address or args.ray_actors):
         raise UsageError("--ray-address and --ray-actors go with --executor ray")
     budget = getattr(args, "minimize_budget", 0.0)

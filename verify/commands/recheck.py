@@ -53,12 +53,13 @@ def add_parser(sub) -> None:
 
 def add_case(args) -> int:
     """``verify recheck --add ID``: encode the input on both engines and write the case."""
-    from verify.adversarial.regressions.record import record_case, write_case
+    from verify.adversarial.regressions.record import check_case_id, record_case, write_case
     from verify.executors.pool import EnginePool
     from verify.sample import Sample
 
     if not (args.engine and len(args.engine) == 1 and args.reference and args.text is not None):
         raise UsageError("--add ID needs one --engine SPEC, --reference SPEC and --text TEXT")
+    check_case_id(args.add)  # before any engine starts
     text = args.text.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in args.text \
         else args.text
     with EnginePool(engine_options(args)) as pool:

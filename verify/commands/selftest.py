@@ -9,7 +9,8 @@ inputs without one), 1 otherwise. How it works: docs/selftest.md.
 from __future__ import annotations
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import add_out_option, add_pool_options, check_positive, engine_options, out_dir
+from verify.commands.options import (add_out_option, add_pool_options, check_positive, check_workers, engine_options,
+                                     out_dir)
 
 
 def add_parser(sub) -> None:
@@ -47,7 +48,7 @@ def run(args) -> int:
     from verify.selftest.run import SelftestOptions, run_selftest
 
     check_positive(args.faults, "--faults")
-    check_positive(args.workers, "--workers")
+    check_workers(args.workers, "--workers")
     check_positive(args.turns, "--turns")
     engine = engine_options(args)
     out = out_dir(args, "selftest")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import add_pool_options, default_out, engine_options
+from verify.commands.options import add_pool_options, check_workers, engine_options, out_dir
 from verify.errors import UsageError
 from verify import atomic
 from verify.reports.md import md_cell, md_text
@@ -44,8 +44,9 @@ def run(args) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise UsageError("--limit must be at least 1")
+    check_workers(args.workers, "--workers")
     engine = engine_options(args)
-    out = args.out or default_out("sweep")
+    out = out_dir(args, "sweep")
     rows: list[str] = []
     unicode_rows: list[str] = []
     clean = True

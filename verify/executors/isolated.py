@@ -14,30 +14,37 @@ verified -- and the run goes on with the others. An engine that *refuses* to loa
 bad spec, a missing vocabulary, its constructor raised) is configuration: ``EngineLoadError``.
 
 Every child process of a run ends with it (``Lifeline``): the engine worker leads its
-own process group, so killing it takes whatever the engine started with it.
+own process group, so killing it takes whatever the engine started with it. Its stderr goes
+to a temporary file named for the executor's process; the files of processes killed before
+they could remove theirs are removed by the next executor started on the machine.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing as mp
 import os
 import signal
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
-from verify.executors.lifeline import Lifeline, kill_tree
+from verify.executors.lifeline import Lifeline, kill_tree, process_gone
 from verify.executors.threads import pin_threads
 from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
 from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
+MAX_TIMEOUT_S = 10**6  # about 11 days: a wait in milliseconds (poll) overflows at 24.8 days
+MAX_MEMORY_MB = 2**30  # a petabyte: setrlimit's bytes overflow near 2**44 MB
 STDERR_TAIL = 2000
+STDERR_PREFIX = "verify-worker-"  # an engine worker's stderr: verify-worker-PID-*.stderr, PID its executor's
 ENGINE_START_ATTEMPTS = 3  # an engine worker that dies while loading is started this many times in all
 def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None, threads: int | None,
                  lifeline: Lifeline) -> None:
@@ -91,6 +98,16 @@ def _unstarted_identity(spec: str) -> EngineIdentity:
                           vocab_sha256=None, options={"did_not_start": True})
 
 
+@functools.cache
+def _remove_orphaned_stderr() -> None:
+    """Once per process: remove the engine workers' stderr files whose executor's process is gone
+    (a run killed with -9 cannot remove its own), from the temporary folder."""
+    for path in Path(tempfile.gettempdir()).glob(f"{STDERR_PREFIX}*-*.stderr"):
+        pid = path.name[len(STDERR_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and process_gone(int(pid)):
+            path.unlink(missing_ok=True)
+
+
 class IsolatedExecutor(ExecutorBase):
     def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
                  threads: int | None = None, start_timeout_s: float = 600.0):
@@ -101,7 +118,9 @@ class IsolatedExecutor(ExecutorBase):
         self.start_timeout_s = start_timeout_s
         self.restarts = 0
         self._ctx = mp.get_context("spawn")
-        self._stderr = tempfile.NamedTemporaryFile(prefix="verify-worker-", suffix=".stderr", delete=False)
+        _remove_orphaned_stderr()
+        self._stderr = tempfile.NamedTemporaryFile(prefix=f"{STDERR_PREFIX}{os.getpid()}-", suffix=".stderr",
+                                                   delete=False)
         self._stderr.close()
         self._pending: list[Sample] = []
         self._early: tuple | None = None  # an in-flight encode's reply, received early (``_settle``)
@@ -114,7 +133,7 @@ class IsolatedExecutor(ExecutorBase):
         try:
             self._start_bounded(first=True)
         except BaseException:
-            os.unlink(self._stderr.name)
+            Path(self._stderr.name).unlink(missing_ok=True)
             raise
 
     # --- process management ------------------------------------------------
@@ -194,10 +213,13 @@ class IsolatedExecutor(ExecutorBase):
         return cause + (f"; stderr: {tail}" if tail else "")
 
     def _stderr_tail(self) -> str:
-        with open(self._stderr.name, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - STDERR_TAIL))
-            return fh.read().decode("utf-8", "replace").strip()
+        try:
+            with open(self._stderr.name, "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, fh.tell() - STDERR_TAIL))
+                return fh.read().decode("utf-8", "replace").strip()
+        except FileNotFoundError:  # removed as an orphan by a run that cannot see this process (a container)
+            return ""
 
     def _settle(self) -> None:
         """One request at a time on the pipe: an encode still in flight (submitted, not yet

@@ -6,7 +6,8 @@ SIGKILL (when nothing of it runs any more). ``Lifeline`` gives a child both guar
 ``prctl(PR_SET_PDEATHSIG)`` on Linux (the kernel signals the child when the thread that
 spawned it ends -- so it is asked only when the parent spawned it from its main thread)
 and a thread that watches the parent's pid, on every platform. ``kill_tree`` ends a
-child and the process group it leads (whatever an engine started).
+child and the process group it leads (whatever an engine started); ``process_gone`` says
+whether a pid runs no more (whose leftover files may then be removed).
 """
 
 from __future__ import annotations
@@ -73,6 +74,17 @@ def _end_now() -> None:
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs (one of another user's runs: it is not gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
 
 
 def kill_tree(proc) -> None:

@@ -40,6 +40,7 @@ from verify.executors.setup import (HarnessError, OnResult, OnStart, RayOptions,
 from verify.executors.threads import pin_threads
 
 PREFETCH = 2  # shards in flight per worker: the next one waits in its pipe while the driver commits
+MAX_WORKERS = 4096  # the most shard worker processes (or Ray actors, or CPUs per actor) a run may ask for
 SHARD_DEATHS = 2  # a shard whose worker died this many times is failed, never counted
 SLOT_DEATHS = 3  # a worker slot whose workers die this many times in a row (no shard done between) is given up
 

@@ -3,8 +3,8 @@
 
     run_check(context) -> CheckRun
 
-An error is recorded in the result (``state`` error, ``error_class`` config or
-harness), never raised, except Ctrl-C; ``$VERIFY_DEBUG`` lets a harness bug through
+An error is recorded in the result (``state`` error, ``error_class`` config -- a full disk
+too -- or harness), never raised, except Ctrl-C; ``$VERIFY_DEBUG`` lets a harness bug through
 with its traceback.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from verify.errors import VerifyError
+from verify.errors import VerifyError, disk_full
 from verify.gate.check_run import (RESULT_FILE, RESULT_SCHEMA, CheckContext, CheckRun, load_run,  # noqa: F401
                                    one_line, save_run)
 from verify.gate.kinds import KINDS
@@ -29,11 +29,16 @@ def run_check(ctx: CheckContext) -> CheckRun:
     except VerifyError as exc:
         run.state, run.error_class = "error", "config"
         run.notes.append(one_line(str(exc)))
-    except Exception as exc:  # a bug in verify itself
-        if os.environ.get("VERIFY_DEBUG"):
+    except Exception as exc:  # a bug in verify itself, unless the disk is full
+        full = disk_full(exc)
+        if full is not None:  # the user's to fix, as a configuration error is
+            run.state, run.error_class = "error", "config"
+            run.notes.append(one_line(str(full)))
+        elif os.environ.get("VERIFY_DEBUG"):
             raise
-        run.state, run.error_class = "error", "harness"
-        run.notes.append(one_line(f"harness bug: {type(exc).__name__}: {exc}"))
-        run.detail = str(exc)
+        else:
+            run.state, run.error_class = "error", "harness"
+            run.notes.append(one_line(f"harness bug: {type(exc).__name__}: {exc}"))
+            run.detail = str(exc)
     run.seconds = round(time.monotonic() - started, 3)
     return run

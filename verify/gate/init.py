@@ -35,6 +35,7 @@ from typing import Any
 
 from verify import atomic
 from verify.errors import ConfigError, UsageError
+from verify.rundir.paths import folder_to_write
 
 PROFILES = ("pr", "nightly")
 ALLOWLIST_FILE = "allowlist.toml"
@@ -303,6 +304,7 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
         raise UsageError(f"{path} exists: choose another --write PATH, or --force to replace it")
     if path.exists() and path.is_dir():
         raise UsageError(f"--write {path} is a directory")
+    folder_to_write(path.parent, "the folder of --write")
     if reference is not None and reference == candidate:
         raise UsageError(f"{candidate} cannot be its own reference")
     facts = inspect_candidate(candidate)

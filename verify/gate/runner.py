@@ -28,6 +28,7 @@ from verify.errors import UsageError
 from verify.gate.checks import CheckContext, CheckRun, load_run, run_check, save_run
 from verify.gate.suite import Suite, load_suite
 from verify.gate.verdict import evaluate, load_baseline
+from verify.rundir.paths import folder_to_write
 from verify import atomic
 
 SUITE_FILE = "suite.json"
@@ -45,8 +46,7 @@ class GateResult:
 
 
 def _prepare_out(out: Path, suite: Suite, resume: bool) -> None:
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a directory")
+    folder_to_write(out, "--out")
     saved = out / SUITE_FILE
     if resume:
         if not saved.is_file():

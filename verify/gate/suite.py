@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from verify.errors import ConfigError
+from verify.executors.isolated import MAX_MEMORY_MB, MAX_TIMEOUT_S
+from verify.executors.workers import MAX_WORKERS
 from verify.gate.kinds import KINDS
-from verify.toml_config import (POSITIVE, boolean, checked, integer, read_toml,
+from verify.toml_config import (boolean, checked, integer, read_toml,
                                  seconds, text, texts)
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -33,7 +35,8 @@ DEFAULT_MINIMIZE_BUDGET_S = 30.0
 
 GATE_KEYS: dict[str, Callable] = {
     "name": text, "description": text, "reference": text, "candidates": texts, "allowlist": text,
-    "workers": POSITIVE, "in_process": boolean, "timeout": seconds(True), "memory_limit_mb": integer(64),
+    "workers": integer(1, MAX_WORKERS), "in_process": boolean, "timeout": seconds(True, MAX_TIMEOUT_S),
+    "memory_limit_mb": integer(64, MAX_MEMORY_MB),
     "minimize_budget": seconds(False), "fail_on_skip": boolean,
 }
 COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),

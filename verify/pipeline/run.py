@@ -25,6 +25,7 @@ from verify.executors.workers import make_shard_runner
 from verify.pipeline.hunt import Hunt, JobOptions
 from verify.rundir.attempts import append_attempt, read_attempts
 from verify.rundir.manifest import committed_manifest, run_manifest, write_hunt, write_manifest
+from verify.rundir.paths import folder_to_write
 from verify.rundir.plan import PLAN_FILE, RunPlan, check_same_engines, check_same_run, load_plan
 from verify.rundir.result import ShardResult
 from verify.rundir.status import ProgressScope, RunStatus, executor_label
@@ -46,10 +47,9 @@ class RunResult:
 
 
 def prepare_out(out: Path, resume: bool) -> RunPlan | None:
-    """The saved plan on ``--resume``; refuses a file, or a folder that already holds a run."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a directory")
+    """The saved plan on ``--resume``; refuses a file (or a path under one), or a folder that already
+    holds a run."""
+    out = folder_to_write(out, "--out")
     if resume:
         return load_plan(out)
     if out.is_dir() and any((out / name).exists() for name in (PLAN_FILE, "manifest.json", FINDINGS_FILE)):

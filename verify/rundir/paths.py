@@ -1,4 +1,4 @@
-"""Paths read from committed files stay inside the run folder.
+"""Paths read from committed files stay inside the run folder; a folder given to write into is one.
 
 A committed file is untrusted input: a findings line may name ``"input_file":
 "../secret/secret.json"`` or ``/etc/passwd``. ``inside(out, relative)`` resolves such a
@@ -26,4 +26,16 @@ def inside(out: Path, relative: str, what: str = "a committed path") -> Path:
     path = (root / relative).resolve()
     if path != root and root not in path.parents:
         raise OutsideRunFolder(f"{what} {relative!r} points outside {out}: refused")
+    return path
+
+
+def folder_to_write(path: Path, flag: str = "--out") -> Path:
+    """``path`` as a folder to write into: one already there, or one that can be made (its nearest
+    existing ancestor is a folder). A file, or a path under one, is one line (exit 2), before any work."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a directory")
+    ancestor = next(p for p in (path.absolute(), *path.absolute().parents) if p.exists())
+    if not ancestor.is_dir():
+        raise UsageError(f"{flag} {path}: {ancestor} is a file, not a directory")
     return path

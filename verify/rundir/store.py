@@ -26,6 +26,7 @@ from verify.counts import Counts
 from verify.findings import read_findings, write_stored_input
 from verify.rundir.result import ShardResult
 from verify import atomic
+from verify.fault_pause import pause
 
 SHARD_SCHEMA = "verify.shard/1"
 SHARDS_DIR = "shards"
@@ -65,6 +66,7 @@ class ShardStore:
             atomic.write_json(extra, result.extra, indent=None)
         elif extra.exists():
             extra.unlink()
+        pause("commit")  # fault tests: killed here, the shard is half written and not committed
         marker = {"schema": SHARD_SCHEMA, "index": result.index, "shard_id": result.shard_id,
                   "counts": result.counts.as_dict(), "findings": len(result.records),
                   "extra": bool(result.extra), "seconds": round(result.seconds, 3), "worker": result.worker, "committed": time.time()}

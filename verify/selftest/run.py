@@ -39,6 +39,8 @@ BATCH = 64
 MISSED_LISTED = 20
 UNICODE_MAX_DOCUMENTS_PER_FAULT = 50
 UNICODE_GIVE_UP_DOCUMENTS_PER_FAULT = 10
+MAX_DOCUMENTS = 100_000  # the most documents (--faults / --rate) a self-test plants its faults in
+MAX_TURNS = 100  # the most turns per history session
 
 
 @dataclass
@@ -72,6 +74,13 @@ class SelftestOptions:
             raise UsageError("--rate must be within (0, 1]")
         if self.faults < 1:
             raise UsageError("--faults must be at least 1")
+        if self.faults / self.rate > MAX_DOCUMENTS:  # a float: a tiny rate overflows no integer
+            raise UsageError(f"--faults {self.faults} at --rate {self.rate:g} needs {self.faults / self.rate:,.0f} "
+                             f"documents; at most {MAX_DOCUMENTS:,}")
+        if self.seed < 0:  # numpy's generators take none
+            raise UsageError(f"--seed must be 0 or more, got {self.seed}")
+        if not 1 <= self.turns <= MAX_TURNS:
+            raise UsageError(f"--turns must be from 1 to {MAX_TURNS}, got {self.turns}")
         if not 0 <= self.min_recall <= 1:
             raise UsageError("--min-recall must be within [0, 1]")
         if (self.out / "selftest.json").exists() or (self.out / "runs").exists():

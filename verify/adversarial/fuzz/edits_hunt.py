@@ -26,6 +26,7 @@ from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
 
 EXAMPLES_PER_SLICE = 50
+MAX_EDITS = 100_000  # --edits' ceiling: 2,000 slices (shards) per engine
 SLICE_BUDGET_S = 120.0  # a cap on one slice's search (it stops early only when the budget ends)
 SOURCE = "edits"
 
@@ -86,8 +87,8 @@ class EditsHunt(Hunt):
             raise UsageError("--edits needs --reference SPEC and at least one --engine SPEC")
         if self.reference in self.engines:
             raise UsageError(f"'{self.reference}' is both the reference and an --engine")
-        if not self.examples or self.examples < 1:
-            raise UsageError("--edits must be at least 1")
+        if not self.examples or not 1 <= self.examples <= MAX_EDITS:
+            raise UsageError(f"--edits must be from 1 to {MAX_EDITS:,}")
         seed = self.seed or 0
         shards = []
         for spec in self.engines:

@@ -41,7 +41,8 @@ STRESS_SHARE = 0.25
 EXAMPLES_ENV = "VERIFY_FUZZ_EXAMPLES"
 SOURCE = "fuzz"
 SHARD_EXAMPLES = 1000  # at most this many examples per search shard: more seeds per family beyond
-MAX_EXAMPLES = 10**9
+MAX_EXAMPLES = 10**6  # --max-examples' ceiling: about 1,000 search shards (each one's overhead adds up)
+MAX_FINDINGS = 10**9
 MAX_SEED = 2**64 - 1
 
 
@@ -120,7 +121,7 @@ def check_options(max_examples: int, budget_s: float, seed: int, max_findings: i
 
     whole(max_examples, "--max-examples", 1, MAX_EXAMPLES)
     whole(seed, "--seed", 0, MAX_SEED)
-    whole(max_findings, "--max-findings", 1, MAX_EXAMPLES)
+    whole(max_findings, "--max-findings", 1, MAX_FINDINGS)
     whole(long_max, "long_max", 1, 10**7)
     for cut in stress_cuts:
         whole(cut, "a stress cut", 1, 10**8)

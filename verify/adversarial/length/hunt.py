@@ -23,6 +23,7 @@ from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
 
 DEFAULT_MAX_CHARS = 1_000_000
+MAX_CHARS = 100_000_000  # --max-chars' ceiling: a family grown to it takes minutes; far beyond, memory runs out
 LENGTH_FILE = "length.json"
 LENGTH_SCHEMA = "verify.length/1"
 KINDS = ("run", "block", "separator", "token", "special")
@@ -79,8 +80,8 @@ class LengthHunt(Hunt):
         self.reference = self.reference or defaults.get("reference")
         self.requested = self.requested or list(defaults.get("candidates", []))
         self.max_chars = self.max_chars or DEFAULT_MAX_CHARS
-        if self.max_chars < 2:
-            raise UsageError("--max-chars must be at least 2")
+        if not 2 <= self.max_chars <= MAX_CHARS:
+            raise UsageError(f"--max-chars must be from 2 to {MAX_CHARS:,}, got {self.max_chars:,}")
         candidates, swept_in = expand_candidates(self.reference, self.requested)
         if self.reference in candidates:
             raise UsageError(f"'{self.reference}' is both the reference and a candidate")

@@ -11,6 +11,7 @@ writes it to ``adversarial/regressions/<id>.json``; ``verify recheck`` replays i
 from __future__ import annotations
 
 import datetime
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from verify import atomic
 from verify.runs import compact
 
 SCHEMA = "verify.regression/1"
+CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")  # a file name: never a folder, hidden, or outside
 
 
 def _version(identity) -> str:
@@ -59,9 +61,24 @@ def record_case(case_id: str, title: str, engine, reference, sample: Sample, not
     return doc
 
 
+def check_case_id(case_id: str) -> None:
+    """A case id names its file ``<id>.json`` in the case folder: letters, digits and ``._+-``,
+    starting with a letter or digit, at most 200 characters (one line, exit 2 otherwise)."""
+    if not CASE_ID.fullmatch(case_id):
+        raise UsageError(f"--add {case_id!r}: a case id is letters, digits and ._+- (starting with a letter or "
+                         f"digit, at most 200), as it names the file <id>.json")
+
+
 def write_case(folder: Path, doc: dict[str, Any], overwrite: bool = False) -> Path:
-    path = Path(folder) / f"{doc['id']}.json"
+    """Write the case as ``folder/<id>.json``, making ``folder`` when it is not there."""
+    check_case_id(doc["id"])
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file, or a path under one
+        raise UsageError(f"--cases {folder}: cannot be a case folder ({exc.strerror})") from None
+    path = folder / f"{doc['id']}.json"
     if path.exists() and not overwrite:
-        raise UsageError(f"{path} exists already (choose another --id)")
+        raise UsageError(f"{path} exists already (choose another id for --add)")
     atomic.write_json(path, doc)
     return path

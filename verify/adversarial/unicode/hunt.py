@@ -28,6 +28,7 @@ from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
 
 SHARD_CODE_POINTS = 1 << 15  # 34 shards over the whole range
+MAX_SHARDS = 4096  # --shard-code-points may cut the range into at most this many shards
 BATCH_CODE_POINTS = 4096  # code points per engine call
 
 
@@ -132,6 +133,9 @@ class UnicodeHunt(Hunt):
         self.shard_size, self.pack = self.shard_size or SHARD_CODE_POINTS, self.pack or PACK_PROBES
         if self.start >= self.stop:
             raise UsageError("--start must be below --stop")
+        if -(-(self.stop - self.start) // self.shard_size) > MAX_SHARDS:
+            raise UsageError(f"--shard-code-points {self.shard_size} cuts U+{self.start:04X}..U+{self.stop - 1:04X} "
+                             f"into more than {MAX_SHARDS} shards: give a larger one")
         if not self.reference or not self.requested:
             raise UsageError("verify unicode needs --reference and at least one --candidate")
         candidates, swept_in = expand_candidates(self.reference, self.requested)

@@ -34,6 +34,7 @@ from verify.rundir.result import ShardResult
 
 SHARD_SAMPLES = 32768  # about this many samples per shard: ~200 shards for o200k_base, ~1 s each
 SHARD_KIND = "vocab"
+MAX_PAIRS = 1000  # --pairs' ceiling
 # Samples per token a pairs shard plans for: the random partners and about this many class partners.
 CLASS_PARTNERS = round(sum(map(len, FOLLOWERS.values())) / len(FOLLOWERS))
 SPECIAL_VARIANTS = 2 * len(near_misses("<|x|>")) + 5  # samples per added token, about
@@ -151,7 +152,11 @@ class VocabHunt(Hunt):
             raise UsageError(f"unknown vocab sweep part {unknown[0]!r} (choose from {', '.join(PARTS)})")
         self.parts = [p for p in PARTS if p in (self.parts or PARTS)]
         self.pairs = DEFAULT_PAIRS if self.pairs is None else self.pairs
+        if not 0 <= self.pairs <= MAX_PAIRS:  # the table of random partners (tokens x pairs) is held in memory
+            raise UsageError(f"--pairs must be from 0 to {MAX_PAIRS} random partners per token, got {self.pairs}")
         self.seed = 0 if self.seed is None else self.seed
+        if self.seed < 0:  # numpy's generators take none
+            raise UsageError(f"--seed must be 0 or more, got {self.seed}")
         self.batch_size = self.batch_size or DEFAULT_BATCH
         self.max_findings = self.max_findings or DEFAULT_MAX_FINDINGS
         self.shard_samples = self.shard_samples or SHARD_SAMPLES
