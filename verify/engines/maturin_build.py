@@ -108,7 +108,7 @@ def toolchain(folder: str) -> dict:
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise ConfigError(f"cannot run rustc -vV: {exc}") from None
     if proc.returncode != 0:
-        raise ConfigError(f"rustc -vV failed in {folder}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
+        raise ConfigError(f"rustc -vV failed in {folder}: {_first_error(proc.stderr)}")
     fields = dict(line.split(": ", 1) for line in proc.stdout.splitlines() if ": " in line)
     try:
         maturin = metadata.version("maturin")
@@ -292,3 +292,10 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
 
 __all__ = ["Build", "BuildFailed", "BuildRequest", "CACHE_ENV", "cache_root", "ensure_built", "first_error", "find_tool",
            "log_tail", "toolchain"]
+
+
+def _first_error(stderr: str) -> str:
+    """The line of a tool's stderr that says what is wrong: its first ``error`` line (rustup
+    follows it with help and a backtrace), else its first line."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return next((line for line in lines if line.lower().startswith("error")), lines[0] if lines else "?")

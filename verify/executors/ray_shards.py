@@ -103,7 +103,8 @@ class RayShards:
             if self.options.address:
                 check_reachable(self.options.address)
                 kwargs["address"] = self.options.address
-            else:
+            else:  # a Ray of its own, never one already running on this machine (ray.init's default)
+                kwargs["address"] = "local"
                 kwargs["num_cpus"] = os.cpu_count() or 1
             try:
                 with native_stderr_to(self.log):

@@ -156,6 +156,9 @@ class ProcessShards:
         self._serial = 0
         self._slot_deaths: dict[int, int] = {}  # slot -> its workers' deaths since its last shard done
         self._given_up: list[str] = []  # why slots were given up
+        # shard index -> the workers alive when its worker died: a retry goes to a worker started
+        # since (its replacement), so two workers killed at once do not cost the shard two deaths
+        self._suspects: dict[int, frozenset[str]] = {}
         self.failures: list[ShardFailure] = []
         self.events: list[str] = []  # worker deaths and retries, for the manifest
         self.device_workers: DeviceWorkers | None = None
@@ -262,10 +265,11 @@ class ProcessShards:
         isolated = any(w.isolated for w in self._workers)  # else a retried shard goes to any worker
         for worker in self._workers:
             while worker.ready and not worker.broken and len(worker.tasks) < PREFETCH:
-                queue = retry if retry and (worker.isolated or not isolated) else pending
-                if not queue:
-                    break
-                task = queue.popleft()
+                task = self._retry_for(worker, retry) if worker.isolated or not isolated else None
+                if task is None:
+                    if not pending:
+                        break
+                    task = pending.popleft()
                 worker.tasks.append(task)
                 on_start(task[0])
                 try:
@@ -273,6 +277,17 @@ class ProcessShards:
                 except (BrokenPipeError, ConnectionResetError, OSError):
                     worker.broken = True  # it is dead or dying: its sentinel says so, then it is replaced
                     kill_tree(worker.proc)
+
+    def _retry_for(self, worker: _Worker, retry: deque) -> tuple[int, Shard] | None:
+        """The first retried shard ``worker`` may take: one whose worker died before this one
+        started, or any once every live worker was alive at that death (no replacement came)."""
+        alive = {w.name for w in self._workers}
+        for task in retry:
+            suspects = self._suspects.get(task[0], frozenset())
+            if worker.name not in suspects or alive <= suspects:
+                retry.remove(task)
+                return task
+        return None
 
     def _handle(self, worker: _Worker, message, on_result: OnResult) -> None:
         if message[0] == "result":
@@ -303,6 +318,8 @@ class ProcessShards:
         how = why or _exit(worker.proc.exitcode)
         doing = f"on shard {ran[1].id}" if ran else "while idle" if worker.ready else "while starting its engines"
         deaths_in_slot = self._slot_deaths[worker.slot] = self._slot_deaths.get(worker.slot, 0) + 1
+        if ran is not None:
+            self._suspects[ran[0]] = frozenset(w.name for w in self._workers)  # before the replacement
         if deaths_in_slot < SLOT_DEATHS:
             self._spawn(self._isolated(), worker.slot)
             replaced = "replaced (engines isolated)"
