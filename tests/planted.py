@@ -84,3 +84,22 @@ class ZeroesPattern(FastBytes):
                     ids[at] = 0
                     at = data.find(self.pattern, at + 1)
         return out
+
+
+# The head of a session plugin (its PATH replaced by a tokenizer.json): the tiny tokenizer and a
+# session that appends the new ids to the old ones, wrong by design.
+CONCAT_SESSION_PLUGIN = '''
+from tokenizers import Tokenizer
+
+TOK = Tokenizer.from_file(PATH)
+
+def enc(text):
+    return list(TOK.encode(text, add_special_tokens=False).ids)
+
+class Concat:
+    """Wrong by design: the append's ids appended to the old ones."""
+    def __init__(self): self.ids = []
+    def append(self, text):
+        self.ids += enc(text)
+        return list(self.ids)
+'''

@@ -17,6 +17,7 @@ from collections import Counter
 import pytest
 
 from conftest import REPO, run_cli
+from planted import CONCAT_SESSION_PLUGIN
 
 PLANTED = '''
 import os, time
@@ -171,21 +172,7 @@ def test_a_stress_budget_that_leaves_a_phase_empty_says_so(tmp_path, planted):
 
 # --- verify replay --edits -------------------------------------------------------------
 
-SESSIONS = '''
-from tokenizers import Tokenizer
-
-TOK = Tokenizer.from_file(PATH)
-
-def enc(text):
-    return list(TOK.encode(text, add_special_tokens=False).ids)
-
-class Concat:
-    """Wrong by design: the append's ids appended to the old ones."""
-    def __init__(self): self.ids = []
-    def append(self, text):
-        self.ids += enc(text)
-        return list(self.ids)
-
+SESSIONS = CONCAT_SESSION_PLUGIN + '''
 class Engine:
     def open_session(self, state=None): return Concat()
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
+from planted import CONCAT_SESSION_PLUGIN
 from test_gate import CORPUS, PLUGIN, SUITE, write_allowlist
 from test_report_html import CHROMIUM, open_in_chromium, png_colours
 from verify.cli import main
@@ -35,21 +36,7 @@ IMG = REPO / "docs" / "img"
 SCREENSHOTS = ("gate-fail.png", "gate-pass.png", "replay-sessions.png", "replay-edits.png")
 TURNS = {"s-digits": ["count 12", "345 and ", "more"], "s-space": ["hello   ", " world", "! done"],
          "s-long": ["word " * 30, "words " * 30, "tail 42"]}
-SESSIONS = '''
-from tokenizers import Tokenizer
-
-TOK = Tokenizer.from_file(PATH)
-
-def enc(text):
-    return list(TOK.encode(text, add_special_tokens=False).ids)
-
-class Concat:
-    """Wrong by design: the append's ids appended to the old ones."""
-    def __init__(self): self.ids = []
-    def append(self, text):
-        self.ids += enc(text)
-        return list(self.ids)
-
+SESSIONS = CONCAT_SESSION_PLUGIN + '''
 class Correct:
     def __init__(self): self.text = ""
     def append(self, text):
