@@ -161,11 +161,13 @@ def test_a_stress_budget_that_leaves_a_phase_empty_says_so(tmp_path, planted):
                    "--workers", "2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     plan = json.loads((out / "plan.json").read_text())
-    assert [s["path"] for s in plan["shards"]][-2:] == ["stress:batches", "stress:thresholds"]  # shards of their own
+    assert [s["path"] for s in plan["shards"]][-4:] == ["stress:batches", "stress:families", "stress:state",
+                                                        "stress:thresholds"]  # shards of their own
     report = json.loads((out / "check.json").read_text())
     assert report["stress"]["batches"] == [] and report["stress"]["threshold"]["inputs"] == 0
     assert report["stress"]["threshold"]["ended"] == "time"
-    assert len(report["notes"]) == 2 and "0 batches checked" in report["notes"][0]
+    assert len(report["notes"]) == 4 and "0 batches checked" in report["notes"][0]
+    assert "0 family batches" in report["notes"][1] and "0 victims" in report["notes"][2]
     assert json.loads((out / "manifest.json").read_text())["check"]["notes"] == report["notes"]
     assert "0 batches checked" in proc.stderr
 

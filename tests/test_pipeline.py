@@ -160,7 +160,8 @@ def test_triage_twice_gives_identical_outputs_and_never_touches_the_findings(tmp
     assert clusters and all(c["example"] for c in clusters)  # every cluster its own minimised reproducer
     assert all("\u00df" in "".join(t for t, _ in c["example"]) for c in clusters)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["triage"]["minimised"] == len(clusters)
+    # every symptom group minimised (one each); groups with one reproducer are one cluster
+    assert manifest["triage"]["minimised"] >= len(clusters) and len(clusters) < manifest["triage"]["symptoms"]
 
 
 def test_triage_runs_on_a_killed_run_from_its_committed_shards(tmp_path, tiny_spec, planted):

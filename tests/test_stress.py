@@ -150,7 +150,7 @@ def test_a_batch_call_that_raises_is_an_error_finding_in_check(planted):
     options = EngineOptions(isolate=False)
     with EnginePool(options) as a, EnginePool(options) as b:
         checker = _checker(a, b, f"{planted}:raises")
-        report = StressCheck(checker, cuts=(), batch_sizes=(16_384,)).run()
+        report = StressCheck(checker, cuts=(), batch_sizes=(16_384,)).run(("batches",))
     (record,) = checker.findings
     assert record["kind"] == "error" and record["error"]["type"] == "BatchCallFailed"
     assert "MemoryError" in record["error"]["message"] and record["check"] == "stress"
@@ -165,7 +165,8 @@ def test_a_batch_call_that_raises_is_an_error_finding_in_fuzz(tmp_path, planted)
     assert record["kind"] == "error" and record["error"]["type"] == "BatchCallFailed"
     assert record["stress"]["shape"] == "big-batch" and record["source"] == "fuzz-stress"
     (cluster,) = [c for c in result.clusters if c["status"] == "found"]
-    assert cluster["cluster"] == "error/BatchCallFailed" and cluster["hits"] == 16_384 == cluster["masked"] + 1
+    # the big batch and the family batches all hit it: one written, every hit counted
+    assert cluster["cluster"] == "error/BatchCallFailed" and cluster["hits"] == cluster["masked"] + 1 >= 16_384
     # its batch bug found, the engine skips the larger batch
     assert [b["size"] for b in result.manifest["fuzz"]["stress"]["batches"]] == [S.BIG_BATCH_SIZES[0]]
 

@@ -1,6 +1,7 @@
-"""Triage as its own stage: every committed finding signed and clustered, one per cluster
-minimised, results written beside the findings (never into them); the same through
-`verify run` and `verify triage OUT` end to end."""
+"""Triage as its own stage: every committed finding signed into a symptom cluster, one per
+symptom cluster minimised, symptom clusters joined by the cause their reproducers show, results
+written beside the findings (never into them); the same through `verify run` and
+`verify triage OUT` end to end."""
 
 import json
 import random
@@ -86,30 +87,38 @@ def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
     assert (tmp_path / "divergences.jsonl").read_bytes() == findings_before  # never written into
     records = by_id(tmp_path)
     assert set(records) == {"a", "b", "c", "big", "err", "err2"}
-    assert summary.records == 6 and len(summary.clusters) == 4 and summary.minimised == 4
+    # four symptoms (space before, letter before, long input, an error), two causes: one per bug
+    assert summary.records == 6 and summary.symptoms == 4 and summary.minimised == 4
+    assert len(summary.clusters) == 2
 
     a, b = records["a"], records["b"]
-    assert a["cluster"] == b["cluster"] == "ids/Zs+Lu/Common+Latin/space|letter"
+    assert a["symptom"] == b["symptom"] == "ids/Zs+Lu/Common+Latin/space|letter"
+    assert a["cluster"] == b["cluster"] == records["c"]["cluster"] == records["big"]["cluster"]
+    assert a["cluster"].startswith("ids/reproducer/letter*/")  # named by the reproducer, not the surroundings
     assert a["minimized"]["input"] == [[PATTERN, False]]
     m = a["minimized"]
     assert (m["token_index"], m["byte_offset"], m["char_offset"]) == (0, 0, 0)
     assert m["expected"]["ids"][0] == ord("Z") and m["actual"]["ids"][0] == 0
     assert m["calls"] > 0 and not m["stopped_on_budget"]
     assert b["minimized"] is None and b["minimized_skipped"] == "not first in cluster"
-    assert records["c"]["cluster"] == "ids/Ll+Lu/Latin+Latin/letter|letter"
+    assert records["c"]["symptom"] == "ids/Ll+Lu/Latin+Latin/letter|letter"
 
     big = records["big"]
     assert "input_file" in big and big["minimized"]["input"] == [[PATTERN, False]]
-    assert big["cluster"] == a["cluster"] + "/long-input"
-    assert records["err"]["cluster"] == records["err2"]["cluster"] == "error/ValueError"
+    assert big["symptom"] == a["symptom"] + "/long-input"
+    assert records["err"]["symptom"] == records["err2"]["symptom"] == "error/ValueError"
+    assert records["err"]["cluster"] == records["err2"]["cluster"] != a["cluster"]
+    assert records["err"]["cluster"].startswith("error/ValueError/")
     err = records["err2"] if records["err2"]["minimized"] else records["err"]
     assert err["minimized"]["input"] == [["boom", False]] and err["minimized"]["error"]["type"] == "ValueError"
 
     clusters = read_clusters(tmp_path)
     assert [c["count"] for c in clusters] == [c.count for c in summary.clusters]
     first = next(c for c in clusters if c["key"] == a["cluster"])
-    assert first["sample_ids"] == ["a", "b"]  # "big" has the same signature plus long-input: its own cluster
+    assert first["sample_ids"] == ["a", "b", "c", "big"]
     assert first["example"] == [[PATTERN, False]]
+    assert [m["symptom"] for m in first["members"]] == [a["symptom"], records["c"]["symptom"], big["symptom"]]
+    assert all(m["example"] == [[PATTERN, False]] for m in first["members"])
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no temp files left
 
 
@@ -154,7 +163,7 @@ def test_a_megabyte_document_is_minimised_within_the_budget(tmp_path):
     pool = run_to(tmp_path, [Sample.plain("mb", text)])
     summary = run_triage(tmp_path, pool=pool, budget_s=30, tags=[])
     (record,) = triaged_records(tmp_path)
-    assert record["minimized"]["input"] == [[PATTERN, False]] and "long-input" in record["cluster"]
+    assert record["minimized"]["input"] == [[PATTERN, False]] and "long-input" in record["symptom"]
     assert summary.seconds < 5
 
 
@@ -212,12 +221,13 @@ def test_verify_run_minimises_and_writes_clusters(tmp_path, tiny_spec, e2e):
     # the smaller input of the cluster is the one minimised
     assert records["d2"]["minimized"]["input"] == [["planted", False]]
     assert records["d1"]["minimized"] is None and records["d1"]["minimized_skipped"] == "not first in cluster"
-    assert "long-input" in records["d3"]["cluster"] and records["d3"]["minimized"]["input"] == [["planted", False]]
+    assert "long-input" in records["d3"]["symptom"] and records["d3"]["minimized"]["input"] == [["planted", False]]
+    assert records["d3"]["cluster"] == records["d1"]["cluster"]  # one bug: one cluster, whatever surrounds it
     assert records["d4"]["minimized"]["input"] == [["boom", False]]
     clusters = read_clusters(out)
-    assert sorted(c["count"] for c in clusters) == [1, 1, 2]
+    assert sorted(c["count"] for c in clusters) == [1, 3]
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["triage"]["clusters"] == 3 and manifest["triage"]["minimised"] == 3
+    assert manifest["triage"]["clusters"] == 2 and manifest["triage"]["minimised"] == 3
     summary = (out / "summary.md").read_text()
     assert "## Clusters" in summary and "`'planted'`" in summary and "`'boom'`" in summary
 
@@ -236,12 +246,13 @@ def test_verify_run_minimize_budget_zero_disables_triage(tmp_path, tiny_spec, e2
 def test_clusters_with_the_same_minimised_reproducer_share_a_cause(tmp_path):
     from planted import ZeroesNonAscii
 
-    # the same bug (non-ASCII bytes zeroed) met after a letter and after a digit: two clusters, one cause
+    # the same bug (non-ASCII bytes zeroed) met after a letter and after a digit: symptoms apart, one cluster
     samples = [Sample.plain("a", "word é"), Sample.plain("b", "12345é"), Sample.plain("c", "x.é")]
     ref, cand = LocalExecutor(FakeEngine()), LocalExecutor(ZeroesNonAscii())
     commit(tmp_path, ref, cand, samples)
     summary = run_triage(tmp_path, pool=pool_of(ref, cand), budget_s=30, tags=[])
-    assert len(summary.clusters) >= 2
-    assert all(c.cause for c in summary.clusters)  # every cluster minimised: {None} must not pass as one cause
-    assert len({c.cause for c in summary.clusters}) == 1
+    assert summary.symptoms >= 2
+    (only,) = summary.clusters
+    assert only.cause.kind == "reproducer" and only.key == only.cause.key  # its key is its cause
+    assert len(only.members) == summary.symptoms and only.example["input"] == [["é", False]]
     assert summary.as_info()["causes"] == 1

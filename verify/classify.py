@@ -37,7 +37,7 @@ NEAR = 32  # characters either side of the offset searched for special-token loo
 NFC_WINDOW = 4  # characters either side of the offset checked for normalisation sensitivity
 LONG_RUN = 1000
 LONG_INPUT = 100_000
-FLAG_ORDER = ("special", "long-run", "long-input", "nfc", "cut-probe")
+FLAG_ORDER = ("special", "long-run", "long-input", "nfc", "cut-probe", "history", "batch")
 
 SPECIAL_LOOKALIKE = re.compile(r"<\|[^|\s]{0,64}\|>|\[/?INST\]|<</?SYS>>|</?s>|<unk>|<pad>|<mask>"
                                r"|\[(?:CLS|SEP|PAD|MASK|UNK)\]")
@@ -108,10 +108,19 @@ def _run_length(text: str, at: int, cls: str, cap: int) -> int:
     return hi - lo
 
 
+def _state_flags(record: dict[str, Any]) -> list[str]:
+    """``history`` or ``batch`` for a finding that did not reproduce on a fresh engine
+    (``verify.fresh_check``): it clusters apart from findings that do."""
+    history = record.get("history") if isinstance(record.get("history"), dict) else {}
+    if record.get("fresh") == "passes" and history.get("cause") in ("history", "batch"):
+        return [history["cause"]]
+    return ["history"] if record.get("fresh") == "passes" else []
+
+
 def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
     kind = record.get("kind", "ids")
     text = sample_text
-    flags: list[str] = []
+    flags: list[str] = _state_flags(record)
     sig: dict[str, Any] = {"kind": kind}
     if kind == "bad-input":  # a record that never became a sample: grouped by why
         reason = (record.get("error") or {}).get("message") or "unknown"

@@ -46,8 +46,22 @@ class Finding:
     fields: dict[str, Any] = field(default_factory=dict)
     detail: str = ""  # what tells findings on one input apart (a metamorphic check, a session turn)
 
-    def to_record(self) -> tuple[dict[str, Any], tuple[str, str] | None]:
-        """The record, and ``(input_file, payload)`` when the input is stored beside it."""
+    def to_record(self) -> tuple[dict[str, Any], "Stored"]:
+        """The record, and what is stored beside it: ``(inputs/NAME.json, payload)`` for a large
+        input, a list of such pairs when a large history (``verify.fresh_check``) goes too."""
+        record, stored = self._record()
+        history = record.get("history")
+        if history and "calls" in history:
+            payload = json.dumps(history, ensure_ascii=False)
+            if len(payload) > INLINE_INPUT_LIMIT:
+                import xxhash
+
+                name = f"inputs/history-{xxhash.xxh3_128_hexdigest(payload.encode('utf-8', 'surrogatepass'))}.json"
+                record["history"] = {**{k: v for k, v in history.items() if k != "calls"}, "file": name}
+                stored = [x for x in (stored, (name, payload)) if x is not None]
+        return record, stored
+
+    def _record(self) -> tuple[dict[str, Any], tuple[str, str] | None]:
         key = input_key(self.sample.segments)
         record: dict[str, Any] = {
             "schema": SCHEMA,
@@ -163,16 +177,24 @@ def describe_failure(failure: Failure) -> dict[str, Any]:
     return {"error": failure.as_dict()}
 
 
-def write_stored_input(out_dir: Path, stored: tuple[str, str] | None) -> None:
-    """Write a large input beside the report (content-addressed: written once)."""
+Stored = "tuple[str, str] | list[tuple[str, str]] | None"
+
+
+def stored_items(stored) -> list[tuple[str, str]]:
+    """What ``Finding.to_record`` stores beside a record, as a list of ``(name, payload)``."""
     if stored is None:
-        return
-    name, payload = stored
-    path = out_dir / name
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(path, payload)
+        return []
+    return list(stored) if isinstance(stored, list) else [stored]
+
+
+def write_stored_input(out_dir: Path, stored) -> None:
+    """Write a large input (or history) beside the report (content-addressed: written once)."""
+    for name, payload in stored_items(stored):
+        path = out_dir / name
+        if path.exists():
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic.write_text(path, payload)
 
 
 class FindingWriter:

@@ -1,18 +1,39 @@
-"""Triage, a stage of its own: classify, cluster and minimise committed findings.
+"""Triage, a stage of its own: classify, minimise, explain and cluster committed findings.
 
     run_triage(out, engine=EngineOptions(), budget_s=120.0, per_cluster=1) -> TriageSummary
     verify triage OUT
 
 Reads the committed findings of OUT (a run's committed shards in plan order, or
-``divergences.jsonl`` of other commands), gives every finding a ``signature``,
-its ``cluster`` key and ``tags`` (adversarial/tags.toml), and minimises up to
-``per_cluster`` findings of every cluster (the smallest inputs first) within one
-time budget shared evenly among clusters, on engines it starts itself. It writes,
-beside -- never into -- the findings:
+``divergences.jsonl`` of other commands) and works in three steps:
 
-  triage.jsonl    one line per finding, keyed by ``finding_key``: signature, cluster,
-                  tags, cause, and ``minimized`` (or null plus ``minimized_skipped``)
-  clusters.json   schema ``verify.clusters/1``: the clusters with their minimised example
+  symptoms    every finding gets a ``signature`` (``verify.classify``: the character classes at
+              the first difference, flags; ``history``/``batch`` for a finding that did not
+              reproduce on a fresh engine) and falls into a *symptom* cluster, and within it into
+              a *group* by its first differing token (the reference's piece and the engine's):
+              two bugs that first differ between two letters still differ there (``'ße'`` made
+              id 0 is not ``'te'`` made id 0); at most ``MAX_GROUPS`` groups per symptom, the
+              rest in its first group;
+  minimise    up to ``per_cluster`` findings of every group (the smallest first) are
+              shrunk on engines the stage starts itself (``verify.reproduce``: the first-difference
+              signature kept at every step, the reproducer checked on a fresh engine; a stateful
+              finding's *history* shrunk as a sequence of calls, every step on a fresh engine),
+              each shrink bounded by a number of calls (deterministic: the same reproducer on any
+              machine at any load), the whole stage by one time budget that only decides how many
+              findings get minimised (one that would run past it is cut, and says so);
+              a finding whose text holds, at its first difference, the reproducer of a cause already
+              found for its engine is that cause, not minimised again;
+  causes      each symptom cluster's minimised reproducer is explained (``verify.causes``), and
+              symptom clusters with one cause become one cluster keyed by it
+              (``verify.cause_clusters``): the key baselines, allowlists and known clusters match.
+              Each group is explained from its own reproducer, so one symptom can hold two bugs.
+
+It writes, beside -- never into -- the findings:
+
+  triage.jsonl    one line per finding, keyed by ``finding_key``: signature, ``symptom`` key,
+                  ``cluster`` (the cause key), tags, ``cause``, and ``minimized`` (or null plus
+                  ``minimized_skipped``)
+  clusters.json   schema ``verify.clusters/2``: the cause clusters with their members, name and
+                  minimised example
   triage.json     how the stage ran: when, budget, seconds, what was skipped and why
 
 Memory is flat in the number of findings: a first pass signs and clusters the findings
@@ -41,31 +62,33 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from verify import jsonl
-from verify.classify import Cluster, Clusters, TagRule, cause_key, load_tags, signature, signature_key
+from verify.cause_clusters import CauseCluster, join_by_cause
+from verify.causes import Cause, Probe, explain
+from verify.classify import MAX_SAMPLE_IDS, Cluster, Clusters, TagRule, load_tags, signature, signature_key
 from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
-from verify.findings import input_runs, describe_divergence, read_findings
-from verify.minimize import MinimiseResult, minimise
-from verify.outcome import Failure, differ
+from verify.findings import read_findings
+from verify.history import History
+from verify.outcome import agree, is_ids
+from verify.reproduce import SKIP_BUDGET, SKIP_NOT_REPRODUCED, minimized_fields, reproduce, still_fails
 from verify.sample import Sample
 from verify.session_minimize import minimized_session_fields
 from verify import atomic
 from verify.fault_pause import pause
 
-CLUSTERS_SCHEMA = "verify.clusters/1"
+CLUSTERS_SCHEMA = "verify.clusters/2"
 TRIAGE_SCHEMA = "verify.triage/1"
 KIND_ORDER = {"ids": 0, "error": 1, "crash": 2, "timeout": 3}
 TIMEOUT_PROBES = 50
+MAX_GROUPS = 8  # first-token groups per symptom cluster (the rest go to its first group)
 SPILL = ".triage-signatures.{pid}.tmp"  # in OUT, the signatures between the two passes
 
-SKIP_BUDGET = "budget"
 SKIP_PER_CLUSTER = "not first in cluster"
 SKIP_NO_ENGINE = "no engine to replay it on"
 SKIP_UNAVAILABLE = "engine unavailable here"
-SKIP_NOT_REPRODUCED = "did not reproduce"
 SKIP_TIMEOUT_COST = "budget (timeout probes cost the full timeout each)"
 SKIP_NO_INPUT = "no input (bad record)"
 # the order triage.json lists its skip reasons in: choosing what to minimise, then minimising
@@ -73,9 +96,15 @@ SKIP_ORDER = (SKIP_PER_CLUSTER, SKIP_NO_INPUT, SKIP_NO_ENGINE, SKIP_BUDGET, SKIP
               SKIP_NOT_REPRODUCED)
 
 
+__all__ = ["CLUSTERS_SCHEMA", "TRIAGE_SCHEMA", "TriageSummary", "run_triage", "committed_records",
+           "load_record_input", "load_record_history", "joined_triage", "read_clusters", "read_triage_info",
+           "triaged_records", "still_fails", "minimized_fields", "SKIP_BUDGET", "SKIP_NOT_REPRODUCED"]
+
+
 @dataclass
 class TriageSummary:
-    clusters: list[Cluster] = field(default_factory=list)
+    clusters: list = field(default_factory=list)  # CauseCluster (shadow triage: its own)
+    symptoms: int = 0
     records: int = 0
     minimised: int = 0
     seconds: float = 0.0
@@ -88,7 +117,8 @@ class TriageSummary:
 
     def as_info(self) -> dict[str, Any]:
         return {"schema": TRIAGE_SCHEMA, "records": self.records, "clusters": len(self.clusters),
-                "causes": len({c.cause for c in self.clusters if c.cause}), "minimised": self.minimised,
+                "symptoms": self.symptoms, "causes": len({(c.engine, c.key) for c in self.clusters}),
+                "minimised": self.minimised,
                 "seconds": round(self.seconds, 3), "budget_s": self.budget_s, "skipped": self.skipped,
                 "worker_restarts": self.worker_restarts, "clusters_file": "clusters.json",
                 "triage_file": "triage.jsonl"}
@@ -126,6 +156,21 @@ def load_record_input(record: dict[str, Any], out_dir: Path) -> Sample | None:
         stored = json.loads(inside(out_dir, record["input_file"], "input_file").read_text(encoding="utf-8"))
         return Sample.from_segments(record["sample_id"], [(t, a) for t, a in stored["segments"]])
     return None
+
+
+def load_record_history(record: dict[str, Any], out_dir: Path) -> History | None:
+    """The calls a stateful finding keeps (``verify.fresh_check``): inline, or in ``history_file``
+    (inside OUT, like ``input_file``); None for a finding that reproduces alone."""
+    doc = record.get("history")
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("file"):
+        from verify.rundir.paths import inside
+
+        doc = json.loads(inside(out_dir, doc["file"], "history file").read_text(encoding="utf-8"))
+    if "calls" not in doc:
+        return None
+    return History.from_json(doc, record.get("sample_id") or "history")
 
 
 def joined_triage(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
@@ -175,54 +220,6 @@ def triaged_records(out: Path, limit: int | None = None) -> list[dict[str, Any]]
     return records
 
 
-# --- replaying a finding -------------------------------------------------------------
-
-def _encode_pair(reference, candidate, sample: Sample) -> tuple[object, object]:
-    """Both engines on one sample; isolated workers run in parallel."""
-    reference.submit([sample])
-    candidate.submit([sample])
-    return reference.collect()[0], candidate.collect()[0]
-
-
-def still_fails(kind: str, reference, executor, error_type: str | None = None) -> Callable[[Sample], bool]:
-    """The predicate that says a candidate sample still shows the finding."""
-    if kind == "ids":
-        def ids_differ(sample: Sample) -> bool:
-            return differ(*_encode_pair(reference, executor, sample))
-        return ids_differ
-
-    def fails_alike(sample: Sample) -> bool:
-        out = executor.encode([sample])[0]
-        return isinstance(out, Failure) and out.kind == kind and (error_type is None or out.type == error_type)
-    return fails_alike
-
-
-def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> dict[str, Any] | None:
-    """The ``minimized`` block: the smaller input and, for ``ids``, where it now diverges.
-    ``None`` when a final replay no longer fails (a flaky engine): such an input is no reproducer."""
-    sample = result.sample
-    block: dict[str, Any] = {"input": [[s.text, s.allow_special] for s in sample.segments],
-                             "token_index": None, "byte_offset": None, "char_offset": None,
-                             "expected": None, "actual": None}
-    runs = input_runs(sample)
-    if runs is not None:  # what a person reads: 'a'×500, not 500 characters
-        block["input_runs"] = runs
-    if kind == "ids":
-        ref, out = _encode_pair(reference, executor, sample)
-        if not differ(ref, out):
-            return None
-        located = describe_divergence(sample, ref, out, reference.token_bytes(ref), executor.token_bytes(out))
-        block.update({k: located[k] for k in ("token_index", "byte_offset", "char_offset", "expected", "actual")})
-    else:
-        out = executor.encode([sample])[0]
-        if not isinstance(out, Failure):
-            return None
-        block["error"] = out.as_dict()
-    block.update({"chars": result.chars, "initial_chars": result.initial_chars, "calls": result.calls,
-                  "stopped_on_budget": result.stopped_on_budget})
-    return block
-
-
 # --- the stage ------------------------------------------------------------------------
 
 @dataclass
@@ -239,12 +236,47 @@ class _Item:
 
 @dataclass
 class _Pass1:
-    """What the first pass keeps: the clusters and, per cluster, its ``per_cluster`` smallest
-    members as ``(chars, index, record or None)`` -- bounded per cluster, whatever the findings."""
+    """What the first pass keeps: the symptom clusters, their groups (``Cluster`` objects of their own,
+    by first differing token, at most ``MAX_GROUPS`` each) and, per group, its ``per_cluster``
+    smallest members as ``(chars, index, record or None)`` -- bounded per group, whatever the findings."""
 
     clusters: Clusters
-    smallest: dict[int, list[tuple[int, int, dict[str, Any] | None]]] = field(default_factory=dict)  # id(cluster)
-    number: dict[int, int] = field(default_factory=dict)  # id(cluster) -> its place in order of first appearance
+    groups: dict[int, dict[str, Cluster]] = field(default_factory=dict)  # id(symptom) -> first token -> group
+    smallest: dict[int, list[tuple[int, int, dict[str, Any] | None]]] = field(default_factory=dict)  # id(group)
+    number: dict[int, int] = field(default_factory=dict)  # id(group) -> its place in order of first appearance
+    ordered: list[Cluster] = field(default_factory=list)  # the groups, in order of first appearance
+
+    def group(self, symptom: Cluster, record: dict[str, Any]) -> Cluster:
+        groups = self.groups.setdefault(id(symptom), {})
+        token = first_token(record)
+        g = groups.get(token)
+        if g is None:
+            if len(groups) >= MAX_GROUPS:
+                g = next(iter(groups.values()))
+            else:
+                g = groups[token] = Cluster(symptom.key, symptom.engine, symptom.reference, symptom.signature,
+                                            tags=symptom.tags, links=symptom.links)
+                self.number[id(g)] = len(self.ordered)
+                self.ordered.append(g)
+        g.count += 1
+        if len(g.sample_ids) < MAX_SAMPLE_IDS:
+            g.sample_ids.append(record.get("sample_id"))
+        return g
+
+
+def first_token(record: dict[str, Any]) -> str:
+    """A finding's first differing token, the reference's piece (or id) and the engine's, as a key;
+    ``""`` for a finding without one (a failure, an unlocated divergence)."""
+    index = record.get("token_index")
+    if index is None:
+        return ""
+    sides = []
+    for name in ("expected", "actual"):
+        window = record.get(name) or {}
+        at = int(index) - int(window.get("start") or 0)
+        pieces, ids = window.get("pieces"), window.get("ids") or []
+        sides.append(pieces[at] if pieces and 0 <= at < len(pieces) else ids[at] if 0 <= at < len(ids) else None)
+    return json.dumps(sides, ensure_ascii=False)
 
 
 def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: float = 120.0, per_cluster: int = 1,
@@ -261,16 +293,18 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
         with open(spill, "w", encoding="utf-8", newline="\n") as fh:
             first = _sign_and_cluster(out, rules, per_cluster, fh)
         summary.records = first.clusters.records
-        summary.clusters = first.clusters.ordered()
+        symptoms = first.ordered  # the groups: each is explained by its own reproducer
+        summary.symptoms = len(first.clusters)
         own_pool = pool is None
         pool = pool or EnginePool(engine or EngineOptions())
         try:
             minimized, skipped = _minimise(out, pool, summary, _choose(first), budget_s, started)
+            summary.clusters, of = join_by_cause(symptoms, _Explainer(pool, first), rules)
             pause("triage")  # fault tests: killed here, its engines run and only the spill is written
         finally:
             if own_pool:
                 pool.close()
-        atomic.write_lines(out / "triage.jsonl", _triage_lines(spill, summary, minimized, skipped))
+        atomic.write_lines(out / "triage.jsonl", _triage_lines(spill, summary, symptoms, of, minimized, skipped))
     finally:
         spill.unlink(missing_ok=True)
     atomic.write_text(out / "clusters.json", json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
@@ -297,9 +331,11 @@ def _sign_and_cluster(out: Path, rules: list[TagRule], per_cluster: int, spill) 
         sample = load_record_input(record, out)
         text = sample.text if sample is not None else ""
         sig = signature(record, text)
-        c = first.clusters.add({"engine": record["engine"], "reference": record["reference"],
-                                "sample_id": record["sample_id"], "signature": sig, "cluster": signature_key(sig)})
-        number = first.number.setdefault(id(c), len(first.number))
+        symptom = first.clusters.add({"engine": record["engine"], "reference": record["reference"],
+                                      "sample_id": record["sample_id"], "signature": sig,
+                                      "cluster": signature_key(sig)})
+        c = first.group(symptom, record)
+        number = first.number[id(c)]
         smallest = first.smallest.setdefault(id(c), [])
         if len(smallest) < per_cluster or (len(text), index) < smallest[-1][:2]:
             bisect.insort(smallest, (len(text), index, record if sample is not None else None))
@@ -313,13 +349,14 @@ def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str]]:
     to replay them on, cheap kinds first; the chosen members left out, with why."""
     items: list[_Item] = []
     skipped: dict[int, str] = {}
-    clusters = first.clusters.ordered()
+    clusters = first.ordered
     for c in clusters:
         for chars, index, record in first.smallest.get(id(c), []):
             if record is None:
                 continue  # no input: said in the second pass, like every member without one
             kind, engine, reference = record["kind"], record["engine"], record["reference"]
-            if not engine or (kind == "ids" and engine == reference) or kind not in KIND_ORDER:
+            against_self = kind == "ids" and engine == reference and not record.get("history")
+            if not engine or against_self or kind not in KIND_ORDER:
                 skipped[index] = SKIP_NO_ENGINE
             else:
                 items.append(_Item(index, kind, engine, reference, (record.get("error") or {}).get("type"), chars,
@@ -334,7 +371,14 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
     items, skipped = chosen
     minimized: dict[int, dict[str, Any]] = {}
     restarts_before: dict[str, int] = {}
+    found: list[tuple[_Item, dict[str, Any]]] = []  # minimised so far, for findings of a cause already found
     for n, item in enumerate(items):
+        known = _known_cause(item, found, out)
+        if known is not None:
+            minimized[item.index] = known
+            if item.cluster.example is None:
+                item.cluster.example = known
+            continue
         remaining = budget_s - (time.monotonic() - started)
         share = remaining / (len(items) - n)
         if remaining <= 0:
@@ -350,46 +394,116 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
             skipped[item.index] = SKIP_TIMEOUT_COST
             continue
         session = item.record.get("session")
+        sample = load_record_input(item.record, out)
         if item.kind == "ids" and session and executor.capabilities.sessions:
             # a stateful engine's session finding: shrink the (prefix, append) pair
-            block = minimized_session_fields(session, load_record_input(item.record, out), reference,
-                                             executor, share)
-        else:
-            predicate = still_fails(item.kind, reference, executor, item.error_type)
-            result = minimise(load_record_input(item.record, out), predicate, budget_s=share)
-            if not result.reproduced:
-                skipped[item.index] = SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
-                continue
-            block = minimized_fields(item.kind, reference, executor, result)
+            block, why = minimized_session_fields(session, sample, reference, executor, share), SKIP_NOT_REPRODUCED
+        else:  # bounded by calls; the remaining budget only stops a shrink that would run past it
+            block, why = reproduce(item.record, sample, reference, executor, remaining,
+                                   history=load_record_history(item.record, out))
         if block is None:
-            skipped[item.index] = SKIP_NOT_REPRODUCED
+            skipped[item.index] = why
             continue
         minimized[item.index] = block
+        found.append((item, block))
         if item.cluster.example is None:
             item.cluster.example = block
     summary.minimised = len(minimized)
-    for c in summary.clusters:
-        if c.example is not None:
-            c.cause = cause_key(c.engine, c.kind, c.example["input"])
     summary.worker_restarts = {spec: pool.executors[spec].restarts - before for spec, before in restarts_before.items()
                                if spec in pool.executors and pool.executors[spec].restarts != before}
     return minimized, skipped
 
 
-def _triage_lines(spill: Path, summary: TriageSummary, minimized: dict[int, dict[str, Any]],
-                  skipped: dict[int, str]) -> Iterator[str]:
+def _known_cause(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out: Path) -> dict[str, Any] | None:
+    """The block of a cause already found for ``item``'s engine whose reproducer (one plain text)
+    stands in ``item``'s input where it first differs: that cause, without minimising again."""
+    at = item.record.get("char_offset")
+    if at is None or item.record.get("history") or item.record.get("session"):
+        return None
+    candidates = [(it, b) for it, b in found if (it.engine, it.reference, it.kind) ==
+                  (item.engine, item.reference, item.kind) and not b.get("history") and len(b["input"]) == 1]
+    if not candidates:
+        return None
+    sample = load_record_input(item.record, out)
+    text = sample.text if sample is not None else ""
+    for other, block in candidates:
+        reproducer = block["input"][0][0]
+        if not reproducer:
+            continue
+        start = text.find(reproducer, max(0, int(at) - len(reproducer)))
+        while start != -1 and start <= int(at):
+            if start <= int(at) < start + len(reproducer) or (start == int(at) == len(text)):
+                return {**block, "same_as": other.record.get("finding_key")}
+            start = text.find(reproducer, start + 1)
+    return None
+
+
+class _Explainer:
+    """Explains a symptom cluster from its minimised example (``verify.causes``), asking the
+    engines of the pool what explaining needs (does a shorter run agree?)."""
+
+    def __init__(self, pool: EnginePool, first: _Pass1):
+        self.pool, self.first = pool, first
+        self._probes: dict[tuple[str, str], Probe] = {}
+
+    def probe(self, engine: str, reference: str) -> Probe:
+        ident = (engine, reference)
+        if ident not in self._probes:
+            ref, cand = self.pool.try_get(reference), self.pool.try_get(engine)
+            probe = Probe()
+            if not isinstance(ref, str) and not isinstance(cand, str) and engine != reference:
+                def agree_on(segments: list, ref=ref, cand=cand) -> bool | None:
+                    sample = Sample.from_segments("explain", [(t, a) for t, a in segments])
+                    a, b = ref.encode([sample])[0], cand.encode([sample])[0]
+                    return agree(a, b) if is_ids(a) and is_ids(b) else None
+                probe.agree = agree_on
+                probe.specials, probe.pattern = _vocabulary_facts(ref)
+            self._probes[ident] = probe
+        return self._probes[ident]
+
+    def __call__(self, c: Cluster) -> Cause:
+        error_type = c.signature.get("error_type")
+        probe = self.probe(c.engine, c.reference) if c.example is not None else Probe()
+        first = self.first.smallest.get(id(c)) or []
+        input_key = (first[0][2] or {}).get("input_key", "") if first and first[0][2] else ""
+        return explain(c.kind, error_type, c.example, probe, symptom=c.key, input_key=input_key or c.key)
+
+
+def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any]:
+    """The reference's special-token literals and its pre-tokenizer pattern (compiled), when its
+    vocabulary can be read here; ``((), None)`` otherwise."""
+    try:
+        import regex
+
+        from verify.vocab.inspect import vocabulary_view
+
+        view = vocabulary_view(reference.identity().vocab)
+    except Exception:  # a plugin reference, an unreadable vocabulary: explained without them
+        return (), None
+    pattern = None
+    if len(view.patterns) == 1:
+        try:
+            pattern = regex.compile(view.patterns[0].regex)
+        except Exception:
+            pattern = None
+    return tuple(view.special), pattern
+
+
+def _triage_lines(spill: Path, summary: TriageSummary, symptoms: list[Cluster], of: dict[int, CauseCluster],
+                  minimized: dict[int, dict[str, Any]], skipped: dict[int, str]) -> Iterator[str]:
     """Pass 2: triage.jsonl, one line per finding in the order of the findings, from the
     spilled signatures; counts the skip reasons into ``summary.skipped`` as it goes."""
     counts = dict.fromkeys(SKIP_ORDER, 0)
     with open(spill, encoding="utf-8", newline="\n") as fh:
         for index, text in enumerate(fh):
             finding_key, number, has_input, sig = json.loads(text)
-            c = summary.clusters[number]
-            entry = {"finding_key": finding_key, "signature": sig, "cluster": c.key, "tags": c.tags,
-                     "cause": c.cause, "minimized": minimized.get(index)}
+            symptom = symptoms[number]
+            c = of[id(symptom)]
+            entry = {"finding_key": finding_key, "signature": sig, "symptom": symptom.key, "cluster": c.key,
+                     "tags": c.tags, "cause": c.key, "cause_kind": c.cause.kind, "minimized": minimized.get(index)}
             if index not in minimized:
                 reason = skipped.get(index) or (SKIP_PER_CLUSTER if has_input else SKIP_NO_INPUT)
                 entry["minimized_skipped"] = reason
-                counts[reason] += 1
+                counts[reason] = counts.get(reason, 0) + 1
             yield jsonl.line(entry)
     summary.skipped = {reason: n for reason, n in counts.items() if n}

@@ -79,7 +79,7 @@ def add_parser(sub) -> None:
                         "the 25,000 / 400,000-character chunking thresholds)")
     p.add_argument("--database", type=Path, metavar="DIR",
                    help="hypothesis example database (default adversarial/hypothesis in the project)")
-    add_job_options(p, minimize_budget=None)
+    add_job_options(p, minimize_budget=60.0)
     add_pool_options(p)
     p.add_argument("--atheris", action="store_true",
                    help="coverage-guided fuzzing with atheris/libFuzzer (engines in-process, crash artifacts in OUT)")

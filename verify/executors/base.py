@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Sequence, runtime_checkable
 import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
+from verify.executors.call_log import CallLog
 from verify.outcome import SKIPPED, Failure, Outcome
 from verify.sample import Sample, Segment
 
@@ -71,19 +72,34 @@ def can_run(capabilities: Capabilities, sample: Sample) -> bool:
 
 class ExecutorBase:
     """Skips what the engine cannot handle; subclasses implement ``_submit`` / ``_collect``
-    over the runnable samples only."""
+    over the runnable samples only. Every call the engine is sent goes into ``call_log``
+    (bounded: what a finding that depends on earlier calls keeps, ``verify.fresh_check``)."""
 
     spec: str
     capabilities: Capabilities
     restarts: int = 0
     timeout_s: float | None = None
+    _call_log: CallLog | None = None
+
+    @property
+    def call_log(self) -> CallLog:
+        if self._call_log is None:
+            self._call_log = CallLog()
+        return self._call_log
+
+    def fresh_replayer(self):
+        """A ``verify.executors.fresh.FreshReplayer`` for this engine (started on first use and
+        closed with the executor), or None where there is no fresh instance to be had."""
+        return None
 
     def submit(self, samples: Sequence[Sample]) -> None:
         samples = list(samples)
         self._size = len(samples)
         self._runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
         if self._runnable:
-            self._submit([samples[i] for i in self._runnable])
+            runnable = [samples[i] for i in self._runnable]
+            self.call_log.record(runnable)
+            self._submit(runnable)
 
     def collect(self) -> list[Outcome]:
         out: list[Outcome] = [SKIPPED] * self._size
@@ -100,6 +116,9 @@ class ExecutorBase:
     def encode_concurrent(self, samples: Sequence[Sample], threads: int) -> list[list[Outcome]]:
         samples = list(samples)
         runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
+        if runnable:
+            for _ in range(threads):  # the same batch from every thread: as many calls
+                self.call_log.record([samples[i] for i in runnable])
         results = self._encode_concurrent([samples[i] for i in runnable], threads) if runnable else \
             [[] for _ in range(threads)]
         merged = []

@@ -34,6 +34,7 @@ import numpy as np
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
+from verify.executors.fresh import FreshReplayers
 from verify.executors.lifeline import Lifeline, kill_tree, process_gone
 from verify.executors.threads import pin_threads
 from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
@@ -117,6 +118,7 @@ class IsolatedExecutor(ExecutorBase):
         self.threads = threads
         self.start_timeout_s = start_timeout_s
         self.restarts = 0
+        self._fresh = FreshReplayers(spec, timeout_s, memory_limit_mb, threads)
         self._ctx = mp.get_context("spawn")
         _remove_orphaned_stderr()
         self._stderr = tempfile.NamedTemporaryFile(prefix=f"{STDERR_PREFIX}{os.getpid()}-", suffix=".stderr",
@@ -350,16 +352,20 @@ class IsolatedExecutor(ExecutorBase):
     def identity(self) -> EngineIdentity:
         return self._identity
 
+    def fresh_replayer(self):
+        return None if self._unstarted is not None else self._fresh.get()
+
     def run_notes(self) -> dict:
         if self._unstarted is not None:
             return {"did_not_start": self._unstarted}
         status, value = self._call("run_notes", None, self.timeout_s)
         if status == "ok":
-            return value
+            return {**value, **self._fresh.notes()}
         self._restart()
         return {"run_notes_error": f"worker {status}: {value}"}
 
     def close(self) -> None:
+        self._fresh.close()
         if self._proc.is_alive():
             try:
                 self._conn.send(("close", None))

@@ -3,7 +3,6 @@ segfault or hang in the engine ends the process it runs in."""
 
 from __future__ import annotations
 
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from typing import Sequence
 
@@ -11,50 +10,10 @@ import numpy as np
 
 from verify.engines.base import Engine, as_token_array
 from verify.executors.base import ExecutorBase
+from verify.executors.engine_calls import _NOT_OURS, encode_outcomes, failure_from
+from verify.executors.fresh import FreshReplayers
 from verify.outcome import Failure, Outcome
 from verify.sample import Sample
-
-# Interrupts are the user's, not the engine's: they end the run.
-_NOT_OURS = (KeyboardInterrupt, SystemExit, GeneratorExit)
-
-
-def failure_from(exc: BaseException) -> Failure:
-    frames = traceback.extract_tb(exc.__traceback__)
-    where = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
-    return Failure("error", type(exc).__name__, f"{exc}{where}")
-
-
-def encode_outcomes(engine: Engine, samples: Sequence[Sample], on_fallback=None) -> list[Outcome]:
-    """One outcome per sample: the batch in one call, and when that raises, each sample
-    alone so the failure is attributed to the samples that cause it. ``on_fallback(exc)``
-    hears of every batch call that raised (a batch API that fails where single calls
-    succeed is a bug too, reported in the run notes)."""
-    try:
-        out = engine.encode_batch(samples)
-        if len(out) != len(samples):
-            raise ValueError(f"engine returned {len(out)} results for {len(samples)} samples")
-        return [as_token_array(ids) for ids in out]
-    except _NOT_OURS:
-        raise
-    except BaseException as exc:  # pyo3's PanicException is a BaseException: still the engine's failure
-        if len(samples) == 1:
-            return [failure_from(exc)]
-        outcomes = [_encode_one(engine, s) for s in samples]
-        if on_fallback is not None and all(isinstance(o, np.ndarray) for o in outcomes):
-            on_fallback(exc)
-        return outcomes
-
-
-def _encode_one(engine: Engine, sample: Sample) -> Outcome:
-    try:
-        out = engine.encode_batch([sample])
-        if len(out) != 1:
-            raise ValueError(f"engine returned {len(out)} results for 1 sample")
-        return as_token_array(out[0])
-    except _NOT_OURS:
-        raise
-    except BaseException as exc:
-        return failure_from(exc)
 
 
 class LocalExecutor(ExecutorBase):
@@ -63,6 +22,9 @@ class LocalExecutor(ExecutorBase):
         self.spec = engine.spec
         self.capabilities = engine.capabilities
         self.restarts = 0  # never restarted: a crash here ends the process
+        # a fresh instance lives in a process of its own even here: one in this process would share
+        # the module-level state (a cache, a table) of the engine that has run
+        self._fresh = FreshReplayers(engine.spec, None)
         self.timeout_s = None  # a hang here cannot be interrupted
         self._pending: list[Sample] = []
         self._sessions: dict[str, object] = {}
@@ -160,6 +122,7 @@ class LocalExecutor(ExecutorBase):
         entry_notes = getattr(self.engine, "entry_notes", None)
         if callable(entry_notes):  # which production entry point ran, how often (verify.engines.base)
             notes = {**entry_notes(), **notes}
+        notes.update(self._fresh.notes())
         if self.batch_fallbacks:
             notes["batch_fallbacks"] = self.batch_fallbacks
             notes["warnings"] = [*notes.get("warnings", []),
@@ -167,5 +130,9 @@ class LocalExecutor(ExecutorBase):
                                  f"(first: {self._first_fallback}); the ids compared are from single calls"]
         return notes
 
+    def fresh_replayer(self):
+        return self._fresh.get()
+
     def close(self) -> None:
+        self._fresh.close()
         self.engine.close()

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from verify import atomic
-from verify.errors import ConfigError, UsageError
+from verify.errors import UsageError
 from verify.rundir.paths import folder_to_write
 
 PROFILES = ("pr", "nightly")
@@ -45,10 +45,6 @@ SLOW_RATIO = 4.0  # slower than this many times tiktoken: the pr slices shrink
 
 # The library whose format a vocabulary is written in: the natural reference when
 # engines/*.toml names none (an install from a wheel, without the checkout's tables).
-REFERENCE_ADAPTER_BY_KIND = {"tiktoken": "tiktoken", "hf-json": "hf", "tekken-json": "tekken",
-                             "sentencepiece": "sentencepiece"}
-# After engines/reference.toml: the references of `verify sweep` (tekken, SentencePiece).
-MORE_REFERENCES = ("tekken-tekken", "sentencepiece-spm-v3")
 
 ALLOWLIST_TEMPLATE = """\
 # Known divergences: a cluster listed here does not fail the gate until its row expires.
@@ -118,48 +114,25 @@ def inspect_candidate(spec: str) -> Facts:
         engine.close()
 
 
-def _same_engine(a, b) -> bool:
-    return (a.adapter, a.target, a.options) == (b.adapter, b.target, b.options)
-
-
 def choose_reference(facts: Facts) -> str:
-    """The reference for the candidate's vocabulary: engines/reference.toml's first engine
-    on it (then ``MORE_REFERENCES``), never the candidate's own adapter and options."""
-    from verify.config import named_engines, project_dir
-    from verify.engines.registry import parse_spec
-    from verify.toml_config import read_toml
-    from verify.vocab.known import KNOWN_VOCABS
+    """The reference for the candidate's vocabulary (``verify.engines.references``)."""
+    from verify.engines.references import reference_for
 
-    if not facts.vocab:
-        raise ConfigError(f"cannot tell which vocabulary {facts.spec} uses: name the tokenizer it must match "
-                          f"with --reference SPEC (e.g. tiktoken:cl100k_base, hf:path/tokenizer.json)")
-    mine = parse_spec(facts.spec)
-    named = named_engines()
-    listed = list(read_toml(project_dir() / "engines" / "reference.toml", missing_ok=True).get("engine", {}))
-    for name in [*listed, *MORE_REFERENCES]:
-        spec = named.get(name)
-        if spec is not None and spec.target == facts.vocab and not _same_engine(spec, mine) \
-                and spec.adapter != mine.adapter:
-            return name
-    known = KNOWN_VOCABS.get(facts.vocab)
-    adapter = REFERENCE_ADAPTER_BY_KIND.get(getattr(known, "kind", ""))
-    if adapter and adapter != mine.adapter:
-        return f"{adapter}:{facts.vocab}"
-    raise ConfigError(f"no reference is known for vocabulary '{facts.vocab}' of {facts.spec}: "
-                      f"name one with --reference SPEC")
+    return reference_for(facts.spec, facts.vocab)
 
 
 def regression_cases(candidate: str) -> int:
     """How many cases of adversarial/regressions/ are recorded for exactly this engine."""
     from verify.adversarial.regressions.cases import load_cases
     from verify.config import project_dir
+    from verify.engines.references import same_engine
     from verify.engines.registry import parse_spec
 
     folder = project_dir() / "adversarial" / "regressions"
     if not folder.is_dir():
         return 0
     mine = parse_spec(candidate)
-    return sum(1 for case in load_cases(folder) if _same_engine(parse_spec(case.engine), mine))
+    return sum(1 for case in load_cases(folder) if same_engine(parse_spec(case.engine), mine))
 
 
 def speed_scale(facts: Facts, profile: str) -> float:

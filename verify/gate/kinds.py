@@ -202,7 +202,7 @@ def run_metamorphic(ctx: CheckContext, run: CheckRun) -> None:
         sub = out if len(suite.candidates) == 1 else out / f"{i}-{''.join(c if c.isalnum() else '-' for c in engine)}"
         check_job(engine, _job(ctx, sub, minimize_budget_s=ctx.spec.minimize_budget),
                   corpora=list(o.get("corpus", ["smoke"])), limit=o.get("limit"), checks=checks,
-                  stress_budget_s=o.get("stress_seconds"))
+                  stress_budget_s=o.get("stress_seconds"), reference=suite.reference)
         rel = ctx.rel if sub == out else f"{ctx.rel}/{sub.name}"
         run.clusters += collect.triaged_clusters(sub, ctx.spec.name, rel, suite.engine_options(),
                                                  ctx.spec.minimize_budget)

@@ -10,6 +10,7 @@ import time
 from typing import Sequence
 
 from verify.batches import batched, encode_all
+from verify.fresh_check import FreshCheck
 from verify.comparison import Side, compare_batch
 from verify.corpora.shards import Shard
 from verify.counts import Counts
@@ -112,6 +113,7 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
             result.ledger_stats["bad_parts"] = len(bad)
     for side in sides:
         result.counts.engine(side.spec)
+    fresh = FreshCheck(executors)  # every finding run again alone on a fresh engine before it is committed
     for batch in batched(shard.records(), batch_size):
         samples = []
         for record in batch:
@@ -125,7 +127,8 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
             encode_with_ledger(executors, samples, recorded, result, audit_rate, audit_seed)
         delta, findings = compare_batch(samples, outcomes, sides, shard.source)
         result.counts.add(delta)
-        for finding in findings:
+        for finding in fresh.confirm(findings):
             result.add_record(*finding.to_record())
+    result.extra["fresh"] = fresh.as_dict()
     result.seconds = time.monotonic() - started
     return result

@@ -25,10 +25,12 @@ class ShardResult:
     ledger_stats: dict[str, int] = field(default_factory=dict)  # hits, encoded, corrupt
     extra: dict[str, Any] = field(default_factory=dict)  # the hunt's own data (JSON), committed beside the marker
 
-    def add_record(self, record: dict, stored: tuple[str, str] | None = None) -> None:
+    def add_record(self, record: dict, stored=None) -> None:
+        """``stored``: what ``Finding.to_record`` keeps beside the record (none, a pair, or pairs)."""
+        from verify.findings import stored_items
+
         self.records.append(record)
-        if stored is not None:
-            self.stored_inputs.append(stored)
+        self.stored_inputs.extend(stored_items(stored))
 
     def add_bad_record(self, source: str | None, bad, strict: bool) -> None:
         """A corpus record that is no sample: a ``bad-input`` finding, or with ``strict`` the end

@@ -45,7 +45,8 @@ STRESS_KIND = "stress"
 REPORT_FILE = "check.json"
 REPORT_SCHEMA = "verify.check/1"
 # options a resume takes from the saved plan when the caller leaves them unsaid (None)
-SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "checks", "roundtrip", "stress_budget_s")
+SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "checks", "roundtrip", "stress_budget_s",
+                 "reference")
 
 
 class ResultWriter:
@@ -81,21 +82,23 @@ def check_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
     twin = next(i for i, ex in enumerate(executors) if i and ex.spec == fresh.spec)
     warm = executors[twin]
     started_specs = {ex.spec: ex for ex in executors[1:twin]}  # an entry point's engine may not have loaded
+    reference = started_specs.get(params.get("reference") or "")
     plan = params.get("entry_points") or {}
     entries = {name: started_specs[spec] for name, spec in (plan.get("api") or {}).items() if spec in started_specs}
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     warmed_key = ("check-warmed", fresh.spec)
     restarts = warm.restarts
     phase = shard.extra.get("phase") if shard.kind == STRESS_KIND else None
-    batches = started_specs.get(plan.get("stress_batch") or "") if phase == "batches" else None
+    batches = started_specs.get(plan.get("stress_batch") or "") if phase in ("batches", "families") else None
     checker = MetamorphicChecker(batches or fresh, warm, ResultWriter(result), source=shard.source,
                                  checks=params["checks"], threads=params["threads"], roundtrip=params["roundtrip"],
                                  warmed=bool(context.cache.get(warmed_key)), entries=entries,
-                                 default_entry=plan.get("default"))
+                                 default_entry=plan.get("default"), reference=reference)
     extra: dict[str, Any] = {}
     if phase is not None:
-        extra["stress"] = StressCheck(checker, budget_s=params["stress_budget_s"]).run((phase,))
-        if phase == "batches":  # which engine the big batches went to: the library's batch call when it has one
+        extra["stress"] = StressCheck(checker, budget_s=params["stress_budget_s"],
+                                      state_limit=params.get("state_limit")).run((phase,))
+        if phase in ("batches", "families"):  # where the big batches went: the library's batch call when it has one
             extra["stress"]["batches_engine"] = checker.spec
     else:
         checker.run(shard.records(), context.setup.batch_size)  # the plan's, larger for a device engine
@@ -103,6 +106,9 @@ def check_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
         context.cache[warmed_key] = True
     result.counts = checker.tally
     result.counts.findings = len(result.records)
+    extra["fresh"] = checker.fresh_check.as_dict()
+    if checker.notes:
+        extra["notes"] = list(checker.notes)
     notes = warm.run_notes()
     extra.update(check=checker.counts.as_dict(), roundtrip=bool(checker.roundtrip),
                  warm={"isolated": bool(context.setup.engine_options.isolate),
@@ -121,8 +127,11 @@ class CheckHunt(Hunt):
     def __init__(self, engine: str | None, job: JobOptions, *, corpora: list[str] | None = None,
                  text_field: str | None = None, id_field: str | None = None, limit: int | None = None,
                  batch_size: int | None = None, checks: list[str] | None = None, roundtrip: bool | None = None,
-                 stress_budget_s: float | None = None):
+                 stress_budget_s: float | None = None, reference: str | None = None):
+        """``reference``: the engine whose ids are right (None: the one for the engine's vocabulary,
+        ``verify.engines.references.default_reference``, when its spec names a known one; ``""``: none)."""
         self.engine, self.job, self.corpora = engine, job, list(corpora or [])
+        self.reference = reference
         self.text_field, self.id_field, self.limit, self.batch_size = text_field, id_field, limit, batch_size
         self.checks = list(checks) if checks is not None else None
         self.roundtrip, self.stress_budget_s = roundtrip, stress_budget_s
@@ -154,7 +163,14 @@ class CheckHunt(Hunt):
             raise UsageError("--batch-size must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise UsageError("--limit must be at least 1")
-        return {"checks": checks, "roundtrip": self.roundtrip, "batch_size": batch_size,
+        reference = self.reference
+        if reference is None:
+            from verify.engines.references import default_reference
+
+            reference = default_reference(self.engine)
+        if reference and reference == self.engine:
+            raise UsageError(f"--reference {reference} is the engine checked")
+        return {"checks": checks, "roundtrip": self.roundtrip, "batch_size": batch_size, "reference": reference or None,
                 "limit": self.limit, "text_field": self.text_field, "id_field": self.id_field,
                 "stress_budget_s": budget, "threads": THREADS, "timeout_s": self.job.engine.timeout_s,
                 "memory_limit_mb": self.job.engine.memory_limit_mb,
@@ -177,7 +193,10 @@ class CheckHunt(Hunt):
         if "stress" in options["checks"]:
             shards += [Shard("stress", STRESS_KIND, path=f"stress:{phase}", extra={"phase": phase}) for phase in PHASES]
         specs = entry_point_specs(options["entry_points"])
-        return HuntPlan(self.engine, [], specs, sources, shards, options, optional=specs, corpora=corpora)
+        optional = list(specs)
+        if options["reference"]:  # the trusted engine: it must load
+            specs = specs + [options["reference"]]
+        return HuntPlan(self.engine, [], specs, sources, shards, options, optional=optional, corpora=corpora)
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         merged = merge_shards(plan, store, markers)
@@ -248,8 +267,9 @@ def merge_stress(parts: list[dict[str, Any]]) -> dict[str, Any]:
         merged["batches"] += part.get("batches", [])
         if "batches_engine" in part:
             merged["batches_engine"] = part["batches_engine"]
-        if "threshold" in part:
-            merged["threshold"] = part["threshold"]
+        for phase in ("threshold", "families", "state"):
+            if phase in part:
+                merged[phase] = part[phase]
         merged["seconds"] = round(merged["seconds"] + part["seconds"], 3)
         merged["samples"] += part["samples"]
         for name in ("violations", "findings_written"):

@@ -1,11 +1,12 @@
 """Metamorphic checks: properties an engine must have whatever the right answer is.
 
-For an engine without a trusted reference (or to localise a bug that the
-reference comparison only shows as "different ids"), each sample is checked
-against the engine itself, through two executors of the same spec (``fresh``
-and ``warm``, started by two ``EnginePool``s so each has its own engine):
+Each sample is checked against the engine itself, through two executors of the same
+spec (``fresh`` and ``warm``, started by two ``EnginePool``s so each has its own engine),
+and -- when there is one -- against a trusted ``reference``:
 
-  repeat     the same input encoded twice gives the same ids
+  reference  the engine's ids on a fresh instance are the reference's (a finding of the
+             engine against the reference: triage minimises it like any other)
+  repeat     the same input encoded twice by the long-lived engine gives the same ids
   history    the fresh engine and one warmed on other text (``WARMUP_TEXTS``, then
              the batch in reverse order) give the same ids: no hidden state
   batch      one call with the whole batch gives each sample's single-call ids
@@ -27,13 +28,18 @@ and ``warm``, started by two ``EnginePool``s so each has its own engine):
              in one call, inputs across the 25,000 / 400,000-character chunking thresholds),
              run once by ``verify.adversarial.checks.stress`` with this checker's counts
 
-The baseline of a sample is its first single-sample encode on the fresh engine.
-Agreement is ``verify.outcome.agree``. Each violation is one finding (kind
-``ids``, with a ``check`` field naming the property and ``detail=check``, so two
-checks failing on one input are two finding keys; ``engine`` and ``reference``
-are both the engine's spec). An engine that returns a ``Failure`` gives an
-``error``/``crash``/``timeout`` finding with ``check``. Every sample also ends in
-one ``verify.counts`` state (``tally``): verified, diverged, or the worst failure.
+The baseline of a sample is its single-sample encode on a *fresh* instance
+(``verify.executors.fresh``): one new instance per batch of samples, so what the long-lived
+engines saw before can never poison it (without a fresh instance: the long-lived engine's
+first encode, and the checker says so in its notes). Agreement is ``verify.outcome.agree``.
+Each violation is one finding (kind ``ids``, with a ``check`` field naming the property and
+``detail=check``, so two checks failing on one input are two finding keys; ``engine`` and
+``reference`` are both the engine's spec, except for the ``reference`` check and the stress
+phases' findings against the reference). An engine that returns a ``Failure`` gives an
+``error``/``crash``/``timeout`` finding with ``check``. Every finding against the reference
+runs again alone on a fresh engine before it is written (``verify.fresh_check``): one that
+passes there keeps the calls that led to it. Every sample also ends in one
+``verify.counts`` state (``tally``): verified, diverged, or the worst failure.
 
 Engines that do not honour ``allow_special`` get their samples as plain text
 (every segment ``allow_special=False``): the properties do not need special tokens.
@@ -53,11 +59,12 @@ from verify.engines.base import FINGERPRINT_PROBES
 from verify.engines.traits import is_byte_level
 from verify.executors.base import Executor
 from verify.findings import Finding, FindingWriter, bad_input_record, describe_divergence, describe_failure
+from verify.fresh_check import FreshCheck
 from verify.outcome import Failure, Outcome, Skipped, agree, is_ids
 from verify.batches import batched
 from verify.sample import BadRecord, Sample, Segment
 
-CHECKS = ("repeat", "history", "batch", "threads", "roundtrip", "sessions", "api", "stress")
+CHECKS = ("reference", "repeat", "history", "batch", "threads", "roundtrip", "sessions", "api", "stress")
 THREADS = 4
 
 # Text the warmed engine sees before the corpus: long runs, mixed scripts, special-token
@@ -132,8 +139,9 @@ class MetamorphicChecker:
                  source: str | None = None, checks: Sequence[str] = CHECKS, threads: int = THREADS,
                  roundtrip: bool | None = None, on_finding: Callable[[dict], None] | None = None,
                  warmed: bool = False, entries: dict[str, Executor] | None = None,
-                 default_entry: str | None = None):
-        self.fresh, self.warm = fresh, warm
+                 default_entry: str | None = None, reference: Executor | None = None,
+                 fresh_check: FreshCheck | None = None):
+        self.fresh, self.warm, self.reference = fresh, warm, reference
         self.entries = dict(entries or {})
         self.default_entry = default_entry
         self.spec = fresh.spec
@@ -149,6 +157,9 @@ class MetamorphicChecker:
         self.on_finding = on_finding
         self._warmed = warmed
         self._states: dict[int, str] = {}  # id(sample) -> its worst state so far, within one batch
+        engines = [fresh, *self.entries.values(), *([reference] if reference is not None else [])]
+        self.fresh_check = fresh_check or FreshCheck(engines, reference=reference)
+        self.notes: list[str] = []
 
     # --- findings and states ------------------------------------------------
     def _record(self, record: dict) -> None:
@@ -158,12 +169,31 @@ class MetamorphicChecker:
             self.on_finding(record)
 
     def emit(self, sample: Sample, kind: str, check: str, fields: dict[str, Any], detail: str | None = None,
-             engine: str | None = None) -> None:
+             engine: str | None = None, reference: str | None = None, expected: Any = None,
+             via: Executor | None = None) -> None:
         """Write one finding of ``check`` (``detail`` tells two findings of one check on one input apart;
-        ``engine``: the spec that gave it when not the checked one, which is then the reference)."""
-        finding = Finding(engine or self.spec, self.spec, sample, kind, self.source, {"check": check, **fields},
-                          detail=detail or check)
+        ``engine``: the spec that gave it when not the checked one, which is then the reference;
+        ``reference``: the trusted engine it was compared with, when it was). A finding against the
+        reference, or with the ``expected`` ids given, is checked on a fresh engine first."""
+        finding = Finding(engine or self.spec, reference or self.spec, sample, kind, self.source,
+                          {"check": check, **fields}, detail=detail or check)
+        if finding.engine != finding.reference or expected is not None:
+            self.fresh_check.confirm([finding], None if expected is None else [expected], executor=via)
         self._record(self.writer.write(finding) if self.writer else finding.to_record()[0])
+
+    def diverged(self, sample: Sample, check: str, expected: np.ndarray, actual: np.ndarray,
+                 extra: dict[str, Any] | None = None, engine: Executor | None = None,
+                 against: Executor | None = None) -> None:
+        """A divergence of ``engine`` (the checked one by default) from ``expected``, the ids of
+        ``against`` (the reference; None: the engine's own baseline): counted and written."""
+        engine = engine or self.fresh
+        self.counts.violations[check] = self.counts.violations.get(check, 0) + 1
+        self.mark(sample, "diverged")
+        fields = describe_divergence(sample, expected, actual, (against or engine).token_bytes(expected),
+                                     engine.token_bytes(actual))
+        self.emit(sample, "ids", check, {**fields, **(extra or {})}, engine=engine.spec,
+                  reference=against.spec if against is not None else None,
+                  expected=None if against is not None else expected)
 
     def begin(self) -> None:
         """Start a batch: every sample's state starts at verified."""
@@ -185,9 +215,11 @@ class MetamorphicChecker:
         self.emit(sample, outcome.kind, check, {**describe_failure(outcome), **(extra or {})}, engine=engine)
 
     def _check(self, sample: Sample, check: str, baseline: np.ndarray, other: Outcome,
-               extra: dict[str, Any] | None = None, where: str = "", engine: str | None = None) -> None:
+               extra: dict[str, Any] | None = None, where: str = "", engine: str | None = None,
+               via: Executor | None = None) -> None:
         """One check of ``other`` against the baseline: a difference or a failure is a finding
-        (``engine``: the spec ``other`` came from, when not the checked one)."""
+        (``engine``: the spec ``other`` came from, when not the checked one; ``via``: the executor
+        whose calls led to it, when its history is kept -- the baseline then is the right ids)."""
         if not is_ids(other):
             self._failed(sample, check, other, where, engine, extra)
             return
@@ -198,7 +230,8 @@ class MetamorphicChecker:
         self.mark(sample, "diverged")
         fields = describe_divergence(sample, baseline, other, self.fresh.token_bytes(baseline),
                                      self.fresh.token_bytes(other))
-        self.emit(sample, "ids", check, {**fields, **(extra or {})}, engine=engine)
+        self.emit(sample, "ids", check, {**fields, **(extra or {})}, engine=engine,
+                  expected=baseline if via is not None else None, via=via)
 
     def bad_record(self, record: BadRecord) -> None:
         """A corpus record that is not a sample: counted and written as a ``bad-input`` finding."""
@@ -231,12 +264,29 @@ class MetamorphicChecker:
             if samples:
                 self.process(samples)
 
+    def fresh_baselines(self, batch: Sequence[Sample]) -> list[Outcome]:
+        """Each sample's single-call ids on one fresh instance (new for every batch: nothing the
+        long-lived engines saw before reaches it); the long-lived engine's when there is none."""
+        replayer = self.fresh.fresh_replayer()
+        if replayer is None:
+            note = "no fresh instance of the engine here: baselines are the long-lived engine's first encodes"
+            if note not in self.notes:
+                self.notes.append(note)
+            return [self.fresh.encode([sample])[0] for sample in batch]
+        out: list[Outcome] = []
+        while len(out) < len(batch):  # after a call that crashed or hung, the rest on another fresh instance
+            for r in replayer.replay([[s] for s in batch[len(out):]]):
+                if isinstance(r, Failure) and r.type == "NotRun":
+                    break
+                out.append(r if isinstance(r, Failure) else r[0])
+        return out
+
     def process(self, batch: Sequence[Sample]) -> None:
         if not self.fresh.capabilities.special_tokens:
             batch = [s if s.is_plain else _plain(s) for s in batch]
         batch = list(batch)
         self.begin()
-        baselines = [self.fresh.encode([sample])[0] for sample in batch]
+        baselines = self.fresh_baselines(batch)
         valid: list[tuple[Sample, np.ndarray]] = []
         for sample, base in zip(batch, baselines):
             if is_ids(base):
@@ -244,9 +294,16 @@ class MetamorphicChecker:
             else:
                 self._failed(sample, "baseline", base)
 
-        if "repeat" in self.checks:
-            for sample, base in valid:
-                self._check(sample, "repeat", base, self.fresh.encode([sample])[0])
+        if "reference" in self.checks and self.reference is not None and valid:
+            self._against_reference(valid)
+
+        if "repeat" in self.checks:  # the long-lived engine, twice: the second call gives the first's ids
+            for sample, _ in valid:
+                first = self.fresh.encode([sample])[0]
+                if is_ids(first):
+                    self._check(sample, "repeat", first, self.fresh.encode([sample])[0])
+                else:
+                    self._failed(sample, "repeat", first)
 
         samples = [s for s, _ in valid]
         batch_out: list[Outcome] | None = None
@@ -259,7 +316,7 @@ class MetamorphicChecker:
             self.warm_up()
             for sample, base in reversed(valid):
                 self._check(sample, "history", base, self.warm.encode([sample])[0],
-                            {"history": "engine warmed on WARMUP_TEXTS, batch in reverse order"})
+                            {"warm": "engine warmed on WARMUP_TEXTS, batch in reverse order"}, via=self.warm)
 
         if "threads" in self.checks and valid:
             self._threads(samples, batch_out)
@@ -278,6 +335,15 @@ class MetamorphicChecker:
         if "api" in self.checks and valid:
             self._api(valid)
         self.count_states(batch, baselines)
+
+    def _against_reference(self, valid: list[tuple[Sample, np.ndarray]]) -> None:
+        """The fresh baselines against the reference's ids."""
+        for (sample, base), ref in zip(valid, self.reference.encode([s for s, _ in valid])):
+            if not is_ids(ref):
+                continue  # the reference's own failure is no finding of the engine's
+            self.counts.checked["reference"] += 1
+            if not agree(ref, base):
+                self.diverged(sample, "reference", ref, base, against=self.reference)
 
     def _api(self, valid: list[tuple[Sample, np.ndarray]]) -> None:
         """Every other entry point on the whole batch in one call, against each sample's baseline."""

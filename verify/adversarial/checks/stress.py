@@ -1,10 +1,22 @@
 """The ``stress`` check of ``verify check``: the serving shapes of ``verify.adversarial.stress.shapes``
-on one engine, without a reference.
+on one engine, against its own single calls and -- when ``verify check`` has one -- the reference.
 
   big batch   ONE call with each of ``stress.BIG_BATCH_SIZES`` samples: every sample's ids must
               be its single-call ids (one single call per distinct text: the 100,000-sample batch
               repeats the 16,384 texts). A batch call that raised, or crashed or hung the worker,
               while every sample alone encodes is an ``error`` finding ``BatchCallFailed``.
+  families    ONE call per homogeneous batch of one length family (``stress.family_batches``:
+              digit, letter, whitespace, newline, CJK and emoji runs of 10 to 10^4 characters,
+              10^3 to 10^5 of them) through the engine's batch entry point: every element must
+              have the right ids (the reference's, else the engine's own on a fresh instance);
+              a failed call is ``BatchCallFailed``. Each finding keeps its batch call as its
+              history (``verify.fresh_check``), which triage shrinks to the smallest batch that
+              still fails: about K elements of about L characters.
+  state       ``verify.adversarial.stress.state``: each victim (a run of one class at and around
+              powers of two and the known thresholds) encoded after poison inputs of its family
+              (the run followed by a character of each other class), in single calls and inside
+              one batch, against its right ids: a difference is a ``history`` finding whose
+              calls triage shrinks to the poison and the victim.
   thresholds  every input of ``stress.threshold_plan`` until the time budget ends: it encodes
               without error (a failure is a finding), and obeys *repetition*. The first input of
               each (cut, unit, phase, position) group also encodes again to the same ids
@@ -22,6 +34,10 @@ that cuts a long input into chunks and encodes them apart does not. ``r`` is the
 input (counted as ``not_applicable``; after ``GIVE_UP`` such inputs of a unit that never
 fitted, it is not tried for that unit again).
 
+With a reference, every threshold input's ids must also be the reference's (property
+``reference``), and a big-batch finding is written against the reference, so triage can shrink
+it.
+
 Findings have ``check: "stress"``, a ``property`` and the sample's recipe (``stress``);
 at most ``MAX_FINDINGS`` are written per property, every violation is counted
 (``CheckCounts`` under ``stress``), and every stress sample ends in one tally state.
@@ -36,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from verify.adversarial.stress import shapes as stress
+from verify.adversarial.stress.state import state_plan
 from verify.adversarial.checks.metamorphic import MetamorphicChecker
 from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
 from verify.findings import describe_divergence, describe_failure
@@ -47,7 +64,7 @@ DEFAULT_BUDGET_S = 60.0
 MAX_FINDINGS = 5  # written per property; the rest are counted
 BLOCKS = (1, 2, 4, 8, 16, 32, 64, 128, 256)  # unit repetitions tried as the block B
 GIVE_UP = 6  # inputs of one unit on which no block fitted before the property is no longer tried for it
-PHASES = ("batches", "thresholds")
+PHASES = ("batches", "families", "state", "thresholds")
 
 
 def empty_notes(report: dict[str, Any], batch_sizes: tuple[int, ...] = stress.BIG_BATCH_SIZES) -> list[str]:
@@ -55,6 +72,13 @@ def empty_notes(report: dict[str, Any], batch_sizes: tuple[int, ...] = stress.BI
     notes = []
     if "batches" in report and batch_sizes and not report["batches"]:
         notes.append("the stress budget left no time for a big batch: 0 batches checked (raise --stress-budget)")
+    families = report.get("families")
+    if families is not None and families["planned"] and not families["batches"]:
+        notes.append("the stress budget left no time for a family batch: 0 family batches checked "
+                     "(raise --stress-budget)")
+    state = report.get("state")
+    if state is not None and state["planned"] and not state["groups"]:
+        notes.append("the stress budget left no time for the state hunt: 0 victims checked (raise --stress-budget)")
     threshold = report.get("threshold")
     if threshold is not None and threshold["planned"]["inputs"] and not threshold["inputs"]:
         notes.append("the stress budget left no time for a threshold input: 0 inputs checked "
@@ -67,6 +91,7 @@ class StressCheck:
     checker: MetamorphicChecker
     budget_s: float = DEFAULT_BUDGET_S
     cuts: tuple[int, ...] | None = None
+    state_limit: int | None = None  # victim groups of the state phase (None: the plan's default)
     batch_sizes: tuple[int, ...] = stress.BIG_BATCH_SIZES
     written: dict[str, int] = field(default_factory=dict)  # property -> findings written
     violations: dict[str, int] = field(default_factory=dict)  # property -> violations counted
@@ -79,12 +104,19 @@ class StressCheck:
         return self.checker.fresh
 
     # --- findings -----------------------------------------------------------------------
-    def _emit(self, sample: Sample, prop: str, kind: str, fields: dict[str, Any]) -> None:
+    @property
+    def reference(self):
+        return self.checker.reference
+
+    def _emit(self, sample: Sample, prop: str, kind: str, fields: dict[str, Any], against=None,
+              expected: Any = None) -> None:
         self.violations[prop] = self.violations.get(prop, 0) + 1
         if self.written.get(prop, 0) >= MAX_FINDINGS:
             return
         self.written[prop] = self.written.get(prop, 0) + 1
-        self.checker.emit(sample, kind, CHECK, {"property": prop, **fields}, detail=f"{CHECK}:{prop}")
+        self.checker.emit(sample, kind, CHECK, {"property": prop, **fields}, detail=f"{CHECK}:{prop}",
+                          engine=self.fresh.spec, reference=against.spec if against is not None else None,
+                          expected=expected)
 
     def _fail(self, sample: Sample, prop: str, outcome: Outcome, recipe: dict) -> None:
         if not isinstance(outcome, Failure):  # Skipped: nothing asked, nothing to check
@@ -95,7 +127,9 @@ class StressCheck:
         self._emit(sample, prop, outcome.kind, {**describe_failure(outcome), "stress": recipe})
 
     def _compare(self, sample: Sample, prop: str, expected: np.ndarray, actual: Outcome, recipe: dict,
-                 pieces: CachedTokenBytes, **extra) -> None:
+                 pieces: CachedTokenBytes, against=None, own: bool = False, **extra) -> None:
+        """``actual`` against ``expected`` -- the ids of ``against`` (the reference), else the engine's
+        own (``own``: its right ids, taken on a fresh instance: a finding is checked fresh too)."""
         if not is_ids(actual):
             self._fail(sample, prop, actual, recipe)
             return
@@ -104,8 +138,17 @@ class StressCheck:
             return
         self.checker.counts.violations[CHECK] += 1
         self.checker.mark(sample, "diverged")
-        fields = describe_divergence(sample, expected, actual, pieces(expected), pieces(actual))
-        self._emit(sample, prop, "ids", {**fields, "stress": recipe, **extra})
+        ref_pieces = against.token_bytes(expected) if against is not None else pieces(expected)
+        fields = describe_divergence(sample, expected, actual, ref_pieces, pieces(actual))
+        self._emit(sample, prop, "ids", {**fields, "stress": recipe, **extra}, against=against,
+                   expected=expected if own and against is None else None)
+
+    def right_ids(self, samples: list[Sample]) -> tuple[list[Outcome], Any]:
+        """The right ids of ``samples``: the reference's (and the reference), else the engine's own,
+        each on a fresh instance (and None)."""
+        if self.reference is not None:
+            return self.reference.encode(samples), self.reference
+        return self.checker.fresh_baselines(samples), None
 
     # --- the check ---------------------------------------------------------------------
     def run(self, phases: tuple[str, ...] = PHASES) -> dict[str, Any]:
@@ -120,6 +163,13 @@ class StressCheck:
         if "batches" in phases:
             self.report["batches"] = []
             self._batches(pieces, deadline)
+        if "families" in phases:
+            self.report["families"] = {"planned": len(stress.family_batches()), "batches": [], "ended": "done"}
+            self._families(pieces, deadline)
+        if "state" in phases:
+            self.report["state"] = {"planned": sum(1 for _ in state_plan(self.state_limit)), "groups": 0,
+                                    "calls": 0, "ended": "done"}
+            self._state(pieces, deadline)
         if "thresholds" in phases:
             self.report["threshold"] = {"planned": stress.plan_size(self.cuts), "inputs": 0, "chars": 0,
                                         "not_applicable": 0, "ended": "done"}
@@ -153,16 +203,87 @@ class StressCheck:
                     self.checker.mark(sample, "error")
                 self._emit(samples[1], "big-batch", "error", {**describe_failure(failure), "stress": recipe})
             else:
+                right: dict[int, Any] = {}  # the reference's ids of a text the batch got wrong, asked once
                 for i, (sample, got) in enumerate(zip(samples, out)):
                     base = singles[i % len(texts)]
                     if is_ids(base):
+                        against = None
+                        if self.reference is not None and is_ids(got) and not agree(base, got):
+                            k = i % len(texts)
+                            if k not in right:
+                                right[k] = self.reference.encode([texts[k]])[0]
+                            if is_ids(right[k]) and agree(right[k], base):  # the batch call is what is wrong
+                                against = self.reference
                         self._compare(sample, "big-batch", base, got, {**recipe, "index": i}, pieces,
-                                      batch_size=size)
+                                      against=against, batch_size=size)
                     else:
                         self.checker.mark(sample, base.kind if isinstance(base, Failure) else "skipped")
             self.checker.count_states(list(samples), [singles[i % len(texts)] for i in range(size)])
             self.checker.begin()
             self.report["batches"].append({"size": size, "seconds": round(time.monotonic() - t0, 3)})
+        self.checker.begin()
+
+    def _families(self, pieces: CachedTokenBytes, deadline: float) -> None:
+        """Homogeneous batches of one length family, each ONE call of the engine's batch entry point."""
+        info = self.report["families"]
+        for batch in stress.family_batches():
+            if time.monotonic() >= deadline:
+                info["ended"] = "time"
+                break
+            t0 = time.monotonic()
+            samples = batch.samples()
+            (expected,), against = self.right_ids(samples[:1])
+            self.checker.begin()
+            watch = CallWatch(self.fresh)
+            out = self.fresh.encode(samples)
+            failure = watch.failure(out, len(samples))
+            differing = 0
+            if failure is not None:
+                self.checker.counts.errors += 1
+                for sample in samples:
+                    self.checker.mark(sample, "error")
+                self._emit(samples[1], "family-batch", "error", {**describe_failure(failure),
+                                                                 "stress": batch.recipe(1)}, against=against)
+            elif is_ids(expected):
+                for i, (sample, got) in enumerate(zip(samples, out)):
+                    if is_ids(got) and agree(expected, got):
+                        self.checker.counts.checked[CHECK] += 1
+                        continue
+                    differing += 1
+                    self._compare(sample, "family-batch", expected, got, batch.recipe(i), pieces, against=against,
+                                  own=True, batch_size=len(samples))
+            self.checker.count_states(samples, [expected] * len(samples))
+            info["batches"].append({"family": batch.family, "length": batch.length, "size": len(samples),
+                                    "differing": differing, "failed": failure is not None,
+                                    "seconds": round(time.monotonic() - t0, 3)})
+        self.checker.begin()
+
+    def _state(self, pieces: CachedTokenBytes, deadline: float) -> None:
+        """Each victim after poison inputs of its family: in single calls, then inside one batch."""
+        info = self.report["state"]
+        engine = self.fresh
+        for group in state_plan(self.state_limit):
+            if time.monotonic() >= deadline:
+                info["ended"] = "time"
+                break
+            victim, poisons = group.victim, group.poisons
+            (expected,), against = self.right_ids([victim])
+            (alone,) = engine.encode([victim])  # a victim wrong already is the length sweep's, not state
+            if not (is_ids(expected) and is_ids(alone) and agree(expected, alone)):
+                continue
+            self.checker.begin()
+            info["groups"] += 1
+            for poison in poisons:
+                engine.encode([poison])
+                (got,) = engine.encode([victim])
+                info["calls"] += 2
+                self._compare(victim, "state", expected, got, {**group.recipe(), "after": poison.text[-1]}, pieces,
+                              against=against, own=True)
+            got = engine.encode([*poisons, victim])[-1]
+            info["calls"] += 1
+            self._compare(victim, "state", expected, got, {**group.recipe(), "after": "batch"}, pieces,
+                          against=against, own=True)
+            self.checker.count_states([victim], [expected])
         self.checker.begin()
 
     def _thresholds(self, pieces: CachedTokenBytes, deadline: float) -> None:
@@ -180,6 +301,10 @@ class StressCheck:
             if not is_ids(ids):
                 self._fail(sample, "encode", ids, recipe)
             else:
+                if self.reference is not None:
+                    (right,) = self.reference.encode([sample])
+                    if is_ids(right):
+                        self._compare(sample, "reference", right, ids, recipe, pieces, against=self.reference)
                 expected = self.repetition(item)
                 if expected is None:
                     info["not_applicable"] += 1

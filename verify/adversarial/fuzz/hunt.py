@@ -370,6 +370,7 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
     new to this shard; ``FuzzHunt.keep`` keeps one per cluster across shards."""
     from verify.adversarial.fuzz.clusters import Causes, ClusterBook
     from verify.adversarial.fuzz.stress_phase import StressPhase
+    from verify.fresh_check import FreshCheck
 
     started = time.monotonic()
     params = context.params
@@ -383,8 +384,10 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
     book = ClusterBook(allowlist, tags, pending_cap=max_findings)
     causes = Causes(book, reference, {ex.spec: ex for ex in executors})
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
+    fresh = FreshCheck(executors)
 
     def write(finding, source: str, key: str | None = None, cause: tuple[str, list] | None = None) -> dict:
+        fresh.confirm([finding])  # run alone on a fresh engine: a finding that passes keeps its history
         record, stored = finding.to_record()
         result.add_record(record, stored)
         result.counts.findings += 1
@@ -397,9 +400,10 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
     else:
         phase = StressPhase(reference, book, write, result.counts, max_findings, cuts=tuple(shard.extra["cuts"]),
                             batch_sizes=tuple(shard.extra["batch_sizes"]), cause=causes.cause, fold=causes.fold,
-                            batch_executors=batch_executors)
+                            batch_executors=batch_executors, shape=shard.extra.get("shape", "serving"))
         phase.run(pool, deadline)
         extra = {"stress": phase.report, "capped": phase.report["capped"]}
-    result.extra = {"phase": shard.extra["phase"], "cap_s": shard.extra["cap_s"], **extra, "book": book.to_json()}
+    result.extra = {"phase": shard.extra["phase"], "cap_s": shard.extra["cap_s"], **extra, "book": book.to_json(),
+                    "fresh": fresh.as_dict()}
     result.seconds = time.monotonic() - started
     return result

@@ -155,14 +155,15 @@ class FuzzHunt(Hunt):
         search, stressed = _search_units(max_examples, list(strategies.STRATEGIES)), []
         if stress:
             stressed = ([("big-batch", list(shapes.BIG_BATCH_SIZES), [])] if shapes.BIG_BATCH_SIZES else []) + \
-                       [(f"cut-{cut}", [], [cut]) for cut in cuts]
+                       [(f"cut-{cut}", [], [cut]) for cut in cuts] + [("families", [], []), ("state", [], [])]
         caps = {"search": round(budget_s * ((1 - STRESS_SHARE) if stressed else 1) / len(search), 6),
                 "stress": round(budget_s * STRESS_SHARE / len(stressed), 6) if stressed else 0.0}
         shards = [Shard(SOURCE, "fuzz", path=f"fuzz:{family}#{k}", start=k, stop=n,
                         extra={"phase": "search", "family": family, "k": k, "seed": shard_seed(self.seed, family, k),
                                "examples": n, "cap_s": caps["search"]}) for family, k, n in search]
         shards += [Shard("fuzz-stress", "fuzz", path=f"fuzz-stress:{label}",
-                         extra={"phase": "stress", "batch_sizes": sizes, "cuts": at, "cap_s": caps["stress"]})
+                         extra={"phase": "stress", "batch_sizes": sizes, "cuts": at, "cap_s": caps["stress"],
+                                "shape": label if label in ("families", "state") else "serving"})
                    for label, sizes, at in stressed]
         options = {"max_examples": max_examples, "budget_s": budget_s, "seed": self.seed,
                    "max_findings": max_findings, "stress": stress, "stress_cuts": cuts, "long_max": long_max,
@@ -283,10 +284,11 @@ def fuzz_result(out: Path, manifest: dict[str, Any]) -> FuzzResult:
 
 
 def run_fuzz(hunt: FuzzHunt, job: JobOptions) -> FuzzResult:
-    """Run the hunt on the one driver (no triage: the clusters are the fuzzer's own)."""
+    """Run the hunt on the one driver, then triage (``job.minimize_budget_s``; 0: none): the fuzzer's
+    own clusters steer its search, the committed ones come from triage's causes like every hunt's."""
     from verify.driver import run_hunt
 
-    return fuzz_result(job.out, run_hunt(hunt, job, triage=None).manifest)
+    return fuzz_result(job.out, run_hunt(hunt, job).manifest)
 
 
 def fuzz(reference_spec: str, candidate_specs: Sequence[str], *, out_dir: Path, max_examples: int | None = None,

@@ -20,6 +20,14 @@ first hit at one cut never leaves another cut untried.
                ``MIN_THRESHOLD_INPUTS`` whatever the time: a slow batch on a busy machine must
                not leave the chunking thresholds untried); every input of every cut runs,
                whatever was found before (a first hit never hides the rest).
+  families     (``shape = "families"``) homogeneous batches of one length family
+               (``stress.family_batches``) through each candidate's batch entry point, every
+               element against the reference's ids of one; a failed call is ``BatchCallFailed``.
+  state        (``shape = "state"``) ``verify.adversarial.stress.state``: each victim after poison
+               inputs of its family on every candidate that gives the victim right alone, in
+               single calls and inside one batch, against the reference's ids (the first ``MIN_STATE_GROUPS`` -- the powers of two --
+               whatever the time). A finding there does not reproduce alone on a fresh engine: it
+               is written with the calls that led to it (``verify.fresh_check``).
 
 A phase that stopped for its deadline says so: ``report["capped"]`` (a larger batch left out,
 or threshold inputs left untried). ``merge_reports`` joins the reports of a run's stress shards.
@@ -49,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from verify.adversarial.stress import shapes as stress
+from verify.adversarial.stress.state import state_plan
 from verify.adversarial.fuzz.clusters import STRESS_ONLY, ClusterBook
 from verify.adversarial.unicode.contexts import WHITESPACE_LIKE
 from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
@@ -61,6 +70,7 @@ from verify.sample import Sample
 
 SOURCE = "fuzz-stress"
 MIN_THRESHOLD_INPUTS = 32  # whitespace-like probes at and around the 25,000-character cut
+MIN_STATE_GROUPS = 108  # the state hunt's powers of two (12 lengths x 9 run classes), whatever the time
 BATCH_BUG_KEYS = (f"ids/{STRESS_ONLY}/big-batch", "error/BatchCallFailed")  # "its batch bug is found"
 COMPARE_SLICE = 4096  # samples compared (and their findings held) at a time
 MAX_RECHECKS = 1000  # twin rechecks per engine per stress shape (one per distinct ordinary cluster)
@@ -87,6 +97,7 @@ class StressPhase:
     _by_cut: dict[tuple, list | None] = field(default_factory=dict)  # threshold findings' minimised reproducers
     # candidate spec -> the executor of its library's batch call (``SPEC?entry=batch``): big batches go there
     batch_executors: dict[str, Any] = field(default_factory=dict)
+    shape: str = "serving"  # serving (big batches, then threshold inputs) | families | state
 
     def _sides(self, executors) -> list[Side]:
         return [Side(ex.spec, self._pieces.setdefault(ex.spec, CachedTokenBytes(ex))) for ex in executors]
@@ -98,6 +109,13 @@ class StressPhase:
         return self.book.found(self.reference.spec) >= self.max_findings
 
     def run(self, active: list, deadline: float) -> list:
+        if self.shape in ("families", "state"):
+            started = time.monotonic()
+            self.report = {self.shape: {"ended": "done"}, "batches": [], "threshold": {"planned": {"inputs": 0}}}
+            (self._families if self.shape == "families" else self._state)(active, deadline)
+            self.report["capped"] = self.report[self.shape]["ended"] == "time"
+            self.report["seconds"] = round(time.monotonic() - started, 3)
+            return self._still(active)
         started = time.monotonic()
         self.report = {"batches": [], "threshold": {"planned": stress.plan_size(self.cuts), "inputs": 0,
                                                     "chars": 0, "tiers_done": [], "ended": "not started"},
@@ -240,6 +258,72 @@ class StressPhase:
         fields["stress"] = {"only": "big-batch", "batch_size": size}
         return [Finding(self.reference.spec, self.reference.spec, sample, "ids", SOURCE, fields, detail="big-batch")]
 
+    # --- homogeneous family batches, and the state hunt -------------------------------------
+    def _families(self, active: list, deadline: float) -> None:
+        info = self.report["families"]
+        info.update(planned=len(stress.family_batches()), batches=0)
+        for batch in stress.family_batches():
+            active = self._still(active)
+            if not active or self._done():
+                info["ended"] = "pool empty"
+                break
+            if time.monotonic() >= deadline and info["batches"]:
+                info["ended"] = "time"
+                break
+            samples = batch.samples()
+            executors = [self.batch_executors.get(ex.spec, ex) for ex in active]
+            watches = [CallWatch(ex) for ex in executors]
+            outcomes = [self.reference.encode(samples[:1]) * len(samples)] + encode_all(executors, samples)
+            for e, watch in enumerate(watches, 1):
+                failure = watch.failure(outcomes[e], len(samples))
+                if failure is not None:
+                    outcomes[e] = [failure] * len(samples)
+            info["batches"] += 1
+            sides = self._sides([self.reference, *executors])
+            for lo in range(0, len(samples), COMPARE_SLICE):
+                hi = min(len(samples), lo + COMPARE_SLICE)
+                delta, findings = compare_batch(samples[lo:hi], [o[lo:hi] for o in outcomes], sides, SOURCE)
+                self.counts.add(delta)
+                for finding in findings:
+                    finding.fields["stress"] = batch.recipe(samples.index(finding.sample, lo))
+                self._take(findings, [self.reference, *executors], "family-batch", lambda f: f.sample)
+
+    def _state(self, active: list, deadline: float) -> None:
+        info = self.report["state"]
+        info.update(planned=sum(1 for _ in state_plan(None)), groups=0)
+        for n, group in enumerate(state_plan(None)):
+            active = self._still(active)
+            if not active or self._done():
+                info["ended"] = "pool empty"
+                break
+            if time.monotonic() >= deadline and n >= MIN_STATE_GROUPS:
+                info["ended"] = "time"
+                break
+            victim = group.victim
+            (right,) = self.reference.encode([victim])
+            outs: list[list] = [[right]]
+            alone = [ex.encode([victim])[0] for ex in active]  # a victim wrong already is no state bug here
+            candidates = [ex for ex, out in zip(active, alone) if is_ids(out) and is_ids(right) and agree(right, out)]
+            if not candidates:
+                continue
+            for ex in candidates:  # each candidate: the victim after each poison, then inside one batch
+                got = []
+                for poison in group.poisons:
+                    ex.encode([poison])
+                    got.append(ex.encode([victim])[0])
+                got.append(ex.encode([*group.poisons, victim])[-1])
+                outs.append(got)
+            info["groups"] += 1
+            executors = [self.reference, *candidates]
+            for k in range(len(group.poisons) + 1):
+                delta, findings = compare_batch([victim], [[right]] + [[o[k]] for o in outs[1:]],
+                                                self._sides(executors), SOURCE)
+                self.counts.add(delta)
+                after = group.poisons[k].text[-1] if k < len(group.poisons) else "batch"
+                for finding in findings:
+                    finding.fields["stress"] = {**group.recipe(), "after": after}
+                self._take(findings, executors, "state", lambda f: f.sample)
+
     # --- threshold inputs -------------------------------------------------------------
     def _thresholds(self, active: list, deadline: float) -> None:
         info = self.report["threshold"]
@@ -298,6 +382,9 @@ def merge_reports(reports: list[dict[str, Any]], cuts: tuple[int, ...] | None) -
     threshold = merged["threshold"]
     ended: list[str] = []
     for report in reports:
+        for shape in ("families", "state"):
+            if report.get(shape):
+                merged[shape] = report[shape]
         merged["batches"] += report.get("batches", [])
         merged["capped"] = merged["capped"] or bool(report.get("capped"))
         merged["seconds"] = round(merged["seconds"] + float(report.get("seconds") or 0.0), 3)

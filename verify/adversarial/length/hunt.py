@@ -36,17 +36,19 @@ def length_shard(index: int, shard: Shard, executors: list, context) -> ShardRes
     from verify.adversarial.length.families import Family
     from verify.adversarial.length.search import search_group
     from verify.counts import Counts
+    from verify.fresh_check import FreshCheck
 
     started = time.monotonic()
     families = [Family.from_dict(doc) for doc in shard.extra["families"]]
-    found = search_group(families, executors, max_chars=context.params["max_chars"])
+    fresh = FreshCheck(executors)
+    found = search_group(families, executors, max_chars=context.params["max_chars"], fresh=fresh)
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     for family_result in found:
         result.counts.add(family_result.counts)
         for finding in family_result.findings:
             result.add_record(*finding.to_record())
     result.counts.findings = len(result.records)
-    result.extra = {"families": [{"family": r.family.name, "kind": r.family.kind,
+    result.extra = {"fresh": fresh.as_dict(), "families": [{"family": r.family.name, "kind": r.family.kind,
                                   "candidates": {spec: st.as_dict() for spec, st in r.candidates.items()}}
                                  for r in found]}
     result.seconds = time.monotonic() - started

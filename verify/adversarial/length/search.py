@@ -38,6 +38,7 @@ from typing import Any, Sequence
 
 from verify.adversarial.length.families import SEPARATING, Family
 from verify.comparison import Side, compare_batch
+from verify.fresh_check import FreshCheck
 from verify.counts import Counts
 from verify.outcome import agree, is_ids
 from verify.sample import Sample
@@ -118,11 +119,12 @@ class FamilySearch:
     """One family through ``executors`` (the reference first)."""
 
     def __init__(self, family: Family, executors: Sequence, *, max_chars: int, source: str = "length",
-                 probed: dict[tuple[str, int], str] | None = None):
+                 probed: dict[tuple[str, int], str] | None = None, fresh: FreshCheck | None = None):
         """``probed``: (candidate, threshold) -> the family whose cut was probed; a threshold already
         probed (by another family of the shard) is not probed again."""
         self.family, self.executors, self.max_chars, self.source = family, list(executors), max_chars, source
         self.probed = probed if probed is not None else {}
+        self.fresh = fresh or FreshCheck(self.executors)
         self.sides = [Side(ex.spec, ex.token_bytes) for ex in self.executors]
         self.result = FamilyResult(family, {ex.spec: CandidateLength() for ex in self.executors[1:]})
         self.result.counts.engine(self.executors[0].spec)
@@ -153,7 +155,7 @@ class FamilySearch:
         delta, findings = compare_batch(samples, [ref_out, *outs], sides, self.source)
         self.result.counts.add(delta)
         if keep:
-            for finding in findings:
+            for finding in self.fresh.confirm(findings):
                 extra = fields[samples.index(finding.sample)] if fields else {}
                 finding.fields["length"] = {**extra, "family": self.family.name}
                 self.result.findings.append(finding)
@@ -267,7 +269,9 @@ def _probe_runs(family: Family, spot: list[int], probe: str, total: int) -> list
     return before + [[probe, len(spot)]] + to_runs(after_text)
 
 
-def search_group(families: Sequence[Family], executors: Sequence, *, max_chars: int) -> list[FamilyResult]:
-    """Every family of a shard, in order, sharing which thresholds were probed."""
+def search_group(families: Sequence[Family], executors: Sequence, *, max_chars: int,
+                 fresh: FreshCheck | None = None) -> list[FamilyResult]:
+    """Every family of a shard, in order, sharing which thresholds were probed (and the fresh check)."""
     probed: dict[tuple[str, int], str] = {}
-    return [FamilySearch(f, executors, max_chars=max_chars, probed=probed).run() for f in families]
+    fresh = fresh or FreshCheck(executors)
+    return [FamilySearch(f, executors, max_chars=max_chars, probed=probed, fresh=fresh).run() for f in families]

@@ -164,6 +164,47 @@ def big_batch(size: int, seed: int = BATCH_SEED) -> list[Sample]:
     return [Sample.plain(f"stress:batch{size}:seed{seed}:{i}", texts[i % len(texts)]) for i in range(size)]
 
 
+# --- homogeneous batches of one length family ---------------------------------------------------
+
+# Batches shaped like production traffic of one kind: many inputs of one family and length in ONE
+# call (a native batch path that goes wrong only on many long digit runs is found by nothing else).
+FAMILY_UNITS = (("digits", "1"), ("letters", "a"), ("spaces", " "), ("newlines", "\n"), ("cjk", "\u4e2d"),
+                ("emoji", "\U0001F600"))
+FAMILY_LENGTHS = (10, 100, 1000, 10_000)
+FAMILY_BATCH_CHARS = 2_000_000  # characters a family batch aims at (its size within the bounds below)
+FAMILY_SIZES = (1_000, 100_000)
+
+
+@dataclass(frozen=True)
+class FamilyBatch:
+    family: str
+    unit: str
+    length: int
+
+    @property
+    def size(self) -> int:
+        lo, hi = FAMILY_SIZES
+        return max(lo, min(hi, FAMILY_BATCH_CHARS // self.length))
+
+    def text(self) -> str:
+        return self.unit * self.length
+
+    def samples(self) -> list[Sample]:
+        text = self.text()
+        return [Sample.plain(f"stress:{self.family}x{self.length}:batch{self.size}:{i}", text) for i in range(self.size)]
+
+    def recipe(self, index: int | None = None) -> dict:
+        doc = {"shape": "family-batch", "family": self.family, "unit": self.unit, "length": self.length,
+               "size": self.size}
+        return doc if index is None else {**doc, "index": index}
+
+
+def family_batches() -> list[FamilyBatch]:
+    """Every family at every length, the cheapest (fewest characters) first."""
+    out = [FamilyBatch(name, unit, length) for length in FAMILY_LENGTHS for name, unit in FAMILY_UNITS]
+    return sorted(out, key=lambda b: (b.size * b.length, FAMILY_LENGTHS.index(b.length)))
+
+
 def batch_recipe(size: int, seed: int, index: int) -> dict:
     return {"shape": "big-batch", "size": size, "seed": seed, "index": index}
 
@@ -180,4 +221,10 @@ def from_recipe(recipe: dict) -> Sample:
         probe = int(probe[2:], 16) if isinstance(probe, str) else int(probe)
         return Threshold(int(recipe["cut"]), recipe["unit"], int(recipe["phase"]), int(recipe["at"]), probe,
                          int(recipe["length"]), int(recipe.get("width", 1))).sample()
+    if shape == "family-batch":
+        batch = FamilyBatch(recipe["family"], recipe["unit"], int(recipe["length"]))
+        return Sample.plain(f"stress:{batch.family}x{batch.length}:batch{batch.size}:{recipe.get('index', 0)}",
+                            batch.text())
+    if shape == "state":
+        return Sample.plain(f"state:U+{ord(recipe['run']):04X}x{recipe['length']}", recipe["run"] * int(recipe["length"]))
     raise ValueError(f"unknown stress recipe shape {shape!r}")

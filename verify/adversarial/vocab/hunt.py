@@ -30,6 +30,7 @@ from verify.adversarial.vocab.sweep import (DEFAULT_BATCH, DEFAULT_MAX_FINDINGS,
 from verify.corpora.shards import Shard
 from verify.errors import UsageError, VocabError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.fresh_check import FreshCheck
 from verify.rundir.result import ShardResult
 
 SHARD_SAMPLES = 32768  # about this many samples per shard: ~200 shards for o200k_base, ~1 s each
@@ -109,8 +110,10 @@ def vocab_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
                           max_findings=params["max_findings"])
     result = ShardResult(index, shard.id, swept.counts, seconds=time.monotonic() - started, worker=context.worker,
                          extra={"part": part, "stats": swept.stats.as_dict(), "found": swept.found})
-    for finding in swept.findings:
+    fresh = FreshCheck(executors)  # after the pipelined loop: no engine has a batch in flight now
+    for finding in fresh.confirm(swept.findings):
         result.add_record(*finding.to_record())
+    result.extra["fresh"] = fresh.as_dict()
     return result
 
 
