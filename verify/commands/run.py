@@ -72,7 +72,7 @@ def run(args) -> int:
         out=job.out, text_field=args.text_field, id_field=args.id_field, limit=args.limit,
         batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
-        memory_limit_mb=args.memory_limit_mb, executor=job.executor, corpus_root=args.corpus_root, where=where,
+        memory_limit_mb=args.memory_limit_mb, load_timeout_s=job.engine.load_timeout_s, executor=job.executor, corpus_root=args.corpus_root, where=where,
         ray=job.ray, ledger=args.ledger, ledger_audit=args.ledger_audit, workers=job.workers, progress=job.progress,
         minimize_budget_s=job.minimize_budget_s, resume=job.resume, argv=args.argv,
     )

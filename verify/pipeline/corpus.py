@@ -47,6 +47,7 @@ class RunOptions:
     isolate: bool = True
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
+    load_timeout_s: float | None = None  # None: loading.DEFAULT_LOAD_TIMEOUT_S
     workers: int = 1
     executor: str = "local"  # local | ray
     ray: RayOptions | None = None
@@ -75,8 +76,9 @@ class RunOptions:
                 "ledger_audit_seed": self.ledger_audit_seed or 0}
 
     def engine_options(self) -> EngineOptions:
+        loading = {"load_timeout_s": self.load_timeout_s} if self.load_timeout_s else {}
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
-                             memory_limit_mb=self.memory_limit_mb)
+                             memory_limit_mb=self.memory_limit_mb, **loading)
 
     def job(self) -> JobOptions:
         return JobOptions(out=Path(self.out), engine=self.engine_options(), workers=self.workers,
