@@ -36,6 +36,12 @@ class CorpusError(VerifyError):
     """A corpus is missing, unreadable, corrupt, or not valid UTF-8."""
 
 
+class CorruptFileError(VerifyError):
+    """A file verify wrote (a manifest, a plan, a findings part) or the user configured is not
+    what it should be: not JSON, nested deeper than Python parses, or of the wrong shape. One
+    line naming the file (exit 2), never a crash."""
+
+
 class DiskFullError(VerifyError):
     """A write found no space left (ENOSPC, or EDQUOT: over quota). Exit 2, one line, like any
     error the user can fix: what was committed before stays, so once space is freed (or the

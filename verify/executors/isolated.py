@@ -36,6 +36,7 @@ import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
+from verify.limits import MAX_SECONDS
 from verify.executors.base import ExecutorBase
 from verify.executors.lifeline import Lifeline, kill_tree, process_gone
 from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S, UNSTARTED, did_not_start, unstarted_identity
@@ -45,7 +46,7 @@ from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
-MAX_TIMEOUT_S = 10**6  # about 11 days: a wait in milliseconds (poll) overflows at 24.8 days
+MAX_TIMEOUT_S = MAX_SECONDS  # about 11 days: a wait in milliseconds (poll) overflows at 24.8 days
 MAX_MEMORY_MB = 2**30  # a petabyte: setrlimit's bytes overflow near 2**44 MB
 STDERR_TAIL = 2000
 STDERR_PREFIX = "verify-worker-"  # an engine worker's stderr: verify-worker-PID-*.stderr, PID its executor's
