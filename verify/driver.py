@@ -34,9 +34,14 @@ def run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None = default_triage
     only when ``job.minimize_budget_s`` is above 0; a hunt's own (shadow's, whose clusters are its
     verdict) always, with the budget its hunt was given. A full disk is a ``DiskFullError`` naming
     OUT, a read-only one or one without permission a ``NotWritableError``: the shards committed
-    before it stay for ``--resume``."""
+    before it stay for ``--resume``. OUT is locked throughout (``verify.rundir.lock``)."""
+    from verify.rundir.lock import out_lock
+    from verify.rundir.paths import folder_to_write
+
     try:
-        return _run_hunt(hunt, job, triage)
+        folder_to_write(job.out, "--out")
+        with out_lock(job.out):  # one writer per OUT: a second --resume of it stops, naming this process
+            return _run_hunt(hunt, job, triage)
     except OSError as exc:
         refused = storage_error(exc, job.out)
         if refused is None:

@@ -54,15 +54,16 @@ def generated_source(name: str, seed: int = 0, documents: int = 2000, long_docum
 def file_source(name: str, paths: list, text_field: str = "text", id_field: str = "id",
                 symlinks_skipped: int = 0) -> Source:
     """``paths``: local paths or URLs, or ``(path, size)`` pairs from a listing. Remote
-    Parquet files are not opened here except the first (its columns): one that cannot be
-    opened is left to its reader (a bad-input record), a missing text column is refused."""
+    Parquet files are not opened here except the first (its columns): one of several that
+    cannot be opened is left to its reader (a bad-input record), a missing text column is refused."""
     pairs = [p if isinstance(p, tuple) else (p, None) for p in paths]
     remote_parquet = [p for p, _ in pairs if remote.is_url(p) and files.base_suffix(p) in files.PARQUET_SUFFIXES]
     if remote_parquet:
         try:
             files.parquet_row_groups(remote_parquet[0], text_field)
         except files.UnreadableParquet:
-            pass
+            if len(pairs) == 1:  # the one file named: refused before any work
+                raise
     shards = [s for p, size in pairs for s in file_shards(name, p, text_field, id_field, size=size)]
     described = {"kind": "files", "files": [str(p) for p, _ in pairs], "text_field": text_field, "id_field": id_field}
     if symlinks_skipped:

@@ -16,7 +16,10 @@ import os
 import string
 from typing import Any
 
+from pathlib import Path
+
 from verify.config import named_corpora
+from verify.corpora import files, remote
 from verify.corpora.source import Source, expand_paths, file_source, generated_source, list_paths  # noqa: F401
 from verify.errors import ConfigError, UsageError
 
@@ -48,6 +51,9 @@ def open_corpus(value: str, text_field: str | None = None, id_field: str | None 
             raise ConfigError(f"generated corpus seed must be an integer, got '{seed}'")
         return generated_source(value, seed=int(seed or 0))
     paths, skipped = list_paths(value, follow_symlinks)
+    named = Path(value).expanduser()
+    if not remote.is_url(value) and named.is_file() and files.base_suffix(value) in files.PARQUET_SUFFIXES:
+        files.parquet_row_groups(named, text_field)  # the file named itself: unreadable is refused before any work
     return file_source(value, paths, text_field, id_field, symlinks_skipped=skipped)
 
 
