@@ -10,14 +10,12 @@ from __future__ import annotations
 import os
 import random
 import signal
-import socket
 import socketserver
 import threading
-import time
 
 import pytest
 
-from faults.hostile import (PEAK_LIMIT, left_behind, manifest, measured, one_line_exit, pids_gone, quiet_exit,
+from faults.hostile import (PEAK_LIMIT, left_behind, manifest, measured, pids_gone, quiet_exit,
                             records, server_spec, start_ignoring_sigint, tagged_env, wait_for_file, write_engines)
 from verify.interrupts import HARD_STOP_S, INTERRUPTED_LINE, TERMINATED_LINE
 from verify.limits import MAX_ANSWER_LINE_BYTES, MAX_HTTP_BODY_BYTES
