@@ -101,7 +101,7 @@ def _date(value: Any, where: str) -> dt.date | None:
 
 
 def _regex(row: dict, name: str, where: str):
-    return compile_user(row.get(name, ""), f"{where}: '{name}'")
+    return compile_user(row.get(name, ""), where, name)
 
 
 def parse_allowlist(doc: dict[str, Any], where: str = "allowlist", today: dt.date | None = None) -> Allowlist:

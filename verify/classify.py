@@ -302,8 +302,9 @@ def load_tags(path: Path | None = None) -> list[TagRule]:
         try:
             if not isinstance(row.get("known", False), bool):
                 raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): 'known' must be true or false")
-            rules.append(TagRule(compile_user(row.get("engine", ""), f"{path}: [[tag]] row {i + 1}: 'engine'"),
-                                 compile_user(row.get("signature", ""), f"{path}: [[tag]] row {i + 1}: 'signature'"),
+            at = f"{path}: [[tag]] row {i + 1} ('{row['tag']}')"
+            rules.append(TagRule(compile_user(row.get("engine", ""), at, "engine"),
+                                 compile_user(row.get("signature", ""), at, "signature"),
                                  row["tag"], row.get("link"), row.get("known", False)))
         except re.error as exc:
             raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): bad regex: {exc}") from exc

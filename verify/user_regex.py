@@ -7,7 +7,7 @@ pattern, so a user's regex costs microseconds whatever it says. RE2 has no backr
 and no look-around; a pattern that needs them is one ``ConfigError`` line naming where it
 is written (``\\Z`` is RE2's ``\\z``).
 
-    pattern = compile_user("^ids/Sm\\\\+", "allowlist x.toml: [[allow]] row 2: 'cluster'")
+    pattern = compile_user("^ids/Sm\\\\+", "allowlist x.toml: [[allow]] row 2", "cluster")
     pattern.search(key)          # a match object or None, as re's
     pattern.pattern              # the text as written
 """
@@ -27,16 +27,16 @@ def _options():
     return options
 
 
-def compile_user(pattern: Any, where: str):
+def compile_user(pattern: Any, where: str, name: str):
     """A compiled pattern with ``search`` and ``pattern``; ``ConfigError`` for a non-string or a pattern
-    RE2 cannot take."""
+    RE2 cannot take (``where``: the file and row, ``name``: the key)."""
     if not isinstance(pattern, str):
-        raise ConfigError(f"{where} must be a string regex")
+        raise ConfigError(f"{where}: '{name}' must be a string regex")
     import re2
 
     try:
         return re2.compile(pattern, _options())
     except re2.error as exc:
         detail = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-        raise ConfigError(f"{where}: bad regex {pattern!r}: {detail} (regexes run on RE2, in linear time: no "
-                          "backreferences or look-around)") from None
+        raise ConfigError(f"{where}: bad '{name}' regex {pattern!r}: {detail} (regexes run on RE2, in linear time: "
+                          "no backreferences or look-around)") from None

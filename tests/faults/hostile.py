@@ -223,6 +223,20 @@ def start_ignoring_sigint(argv: list[str], env: dict[str, str], cwd: Path = REPO
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
 
 
+def interrupted(argv: list[str], env: dict[str, str], entered: Path, sig: int) -> tuple[int, str]:
+    """``verify ARGV`` started with SIGINT ignored, sent ``sig`` once a plugin says it is where the
+    test wants it (``entered``): its exit code and stderr."""
+    proc = start_ignoring_sigint(argv, env)
+    try:
+        wait_for_file(entered, proc)
+        os.kill(proc.pid, sig)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, stderr
+
+
 def wait_for_file(path: Path, proc: subprocess.Popen | None = None, deadline_s: float = 300.0) -> None:
     deadline = time.monotonic() + deadline_s
     while not (path.exists() and path.stat().st_size) and time.monotonic() < deadline:
@@ -260,5 +274,5 @@ def manifest(out: Path) -> dict:
 
 
 __all__ = ["ENGINES", "GIB", "PEAK_LIMIT", "Ran", "left_behind", "manifest", "measured", "one_line_exit",
-           "pids_gone", "quiet_exit", "records", "server_spec", "start_ignoring_sigint", "tagged_env",
+           "interrupted", "pids_gone", "quiet_exit", "records", "server_spec", "start_ignoring_sigint", "tagged_env",
            "wait_for_file", "write_engines"]

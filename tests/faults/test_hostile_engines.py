@@ -7,7 +7,6 @@ plugin that nests its ids. Each ends in a finding or one line (exit 2, 130 or 14
 
 from __future__ import annotations
 
-import os
 import random
 import signal
 import socketserver
@@ -15,8 +14,8 @@ import threading
 
 import pytest
 
-from faults.hostile import (PEAK_LIMIT, left_behind, manifest, measured, pids_gone, quiet_exit,
-                            records, server_spec, start_ignoring_sigint, tagged_env, wait_for_file, write_engines)
+from faults.hostile import (PEAK_LIMIT, interrupted, left_behind, manifest, measured, pids_gone, quiet_exit, records,
+                            server_spec, tagged_env, write_engines)
 from verify.interrupts import HARD_STOP_S, INTERRUPTED_LINE, TERMINATED_LINE
 from verify.limits import MAX_ANSWER_LINE_BYTES, MAX_HTTP_BODY_BYTES
 
@@ -88,16 +87,10 @@ def test_ctrl_c_and_sigterm_end_a_command_inside_a_plugin_constructor(tmp_path, 
     (143, no message). The constructor runs in the command's own process (--in-process --workers 1)."""
     entered = tmp_path / "entered"
     env = tagged_env(HOSTILE_ENTERED=str(entered))
-    proc = start_ignoring_sigint(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
-                                          f"python:hostile_engines:{where}", "--in-process", "--workers", "1"),
-                                 env)
-    try:
-        wait_for_file(entered, proc)
-        os.kill(proc.pid, signal_)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == (143 if signal_ == signal.SIGTERM else 130), stderr
+    rc, stderr = interrupted(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
+                                      f"python:hostile_engines:{where}", "--in-process", "--workers", "1"),
+                             env, entered, signal_)
+    assert rc == (143 if signal_ == signal.SIGTERM else 130), stderr
     (got,) = stderr.strip().splitlines()
     assert got.startswith(line), got
     if where == "spins_in_c":
@@ -108,15 +101,10 @@ def test_ctrl_c_and_sigterm_end_a_command_inside_a_plugin_constructor(tmp_path, 
 def test_ctrl_c_of_an_isolated_engine_that_hangs_while_loading(tmp_path, engines, tiny_spec, corpus):
     entered = tmp_path / "entered"
     env = tagged_env(HOSTILE_ENTERED=str(entered))
-    proc = start_ignoring_sigint(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
-                                          "python:hostile_engines:spins_in_c", "--workers", "2"), env)
-    try:
-        wait_for_file(entered, proc)
-        os.kill(proc.pid, signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130 and stderr.strip() == INTERRUPTED_LINE, stderr
+    rc, stderr = interrupted(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
+                                      "python:hostile_engines:spins_in_c", "--workers", "2"), env, entered,
+                             signal.SIGINT)
+    assert rc == 130 and stderr.strip() == INTERRUPTED_LINE, stderr
     assert left_behind(env) == []
 
 
@@ -148,16 +136,10 @@ def test_children_that_left_the_group_end_when_the_run_is_interrupted(tmp_path, 
     pids, entered = tmp_path / "pids", tmp_path / "entered"
     env = tagged_env(HOSTILE_PIDS=str(pids), HOSTILE_ENTERED=str(entered))
     # the escapes start, then the run hangs in the other candidate's probes until interrupted
-    proc = start_ignoring_sigint(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
-                                          "python:hostile_engines:forks_and_setsids", "--candidate",
-                                          "python:hostile_engines:hangs", "--timeout", "600"), env)
-    try:
-        wait_for_file(entered, proc)
-        os.kill(proc.pid, signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        proc.kill()
-    assert proc.returncode == 143 and stderr.strip() == TERMINATED_LINE, stderr
+    rc, stderr = interrupted(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
+                                      "python:hostile_engines:forks_and_setsids", "--candidate",
+                                      "python:hostile_engines:hangs", "--timeout", "600"), env, entered, signal.SIGTERM)
+    assert rc == 143 and stderr.strip() == TERMINATED_LINE, stderr
     assert pids_gone(pids) == []
     assert left_behind(env) == []
 

@@ -135,7 +135,7 @@ def read_heartbeats(folder: Path, done: set[str] = frozenset()) -> list[dict]:
     for path in paths:
         try:
             beat = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # replaced or removed while read
+        except (OSError, ValueError, RecursionError):  # replaced or removed while read
             continue
         shard = beat.get("shard") if isinstance(beat, dict) else None
         if not isinstance(shard, str) or shard in done:

@@ -358,8 +358,8 @@ def rules_of(params: dict[str, Any]) -> tuple:
     rows = [{name: rule[name] for name in ("engine", "key", "cluster", "reason", "link") if rule.get(name) is not None}
             for rule in (params.get("allowlist") or {}).get("rules", [])]
     allowlist = parse_allowlist({"allow": rows}, "the run's allowlist") if rows else Allowlist()
-    tags = [TagRule(compile_user(r["engine"], "the run's tag rules"), compile_user(r["signature"], "the run's tag rules"),
-                    r["tag"], r.get("link"), True)
+    tags = [TagRule(compile_user(r["engine"], "the run's tags", "engine"),
+                    compile_user(r["signature"], "the run's tags", "signature"), r["tag"], r.get("link"), True)
             for r in params.get("tags", [])]
     return allowlist, tags
 
