@@ -59,7 +59,7 @@ def _run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None) -> RunResult:
     result = run_plan(hunt, job)
     if result.interrupted:
         render_reports(job.out)
-        raise KeyboardInterrupt
+        raise result.interruption or KeyboardInterrupt()  # as it came: Ctrl-C, or SIGTERM's Terminated
     if result.empty:
         render_reports(job.out)
         raise CorpusError(result.empty)
