@@ -32,7 +32,7 @@ class AnswerTooLarge(TransportError):
 
 
 def post(url: str, data: bytes, headers: dict[str, str], deadline_s: float,
-         max_body: int) -> tuple[int, str, bytes]:
+         max_body: int) -> tuple[int, str, bytearray]:
     """``(status, reason, body)``; raises ``RequestTimedOut``, ``AnswerTooLarge`` or ``TransportError``."""
     parts = urlsplit(url)
     kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
@@ -55,18 +55,18 @@ def post(url: str, data: bytes, headers: dict[str, str], deadline_s: float,
         declared = response.getheader("Content-Length")
         if declared is not None and declared.strip().isdigit() and int(declared) > max_body:
             raise AnswerTooLarge(f"it announced a body of {int(declared):,} bytes, over the limit of {max_body:,}")
-        chunks, size = [], 0
+        body = bytearray()  # grown in place: one copy of the body at most, never a list and its join
         while True:
             chunk = response.read(CHUNK)
             if not chunk:
                 break
-            size += len(chunk)
-            if size > max_body:
+            if len(body) + len(chunk) > max_body:
+                body = chunk = None  # freed now: the exception's traceback keeps this frame alive a while
                 raise AnswerTooLarge(f"its body passed the limit of {max_body:,} bytes")
-            chunks.append(chunk)
+            body += chunk
         if expired.is_set():  # the shutdown may look like the end of a body sent without a length
             raise RequestTimedOut(f"no complete answer within {deadline_s:g} s")
-        return response.status, response.reason, b"".join(chunks)
+        return response.status, response.reason, body
     except AnswerTooLarge:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
