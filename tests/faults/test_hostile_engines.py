@@ -191,18 +191,22 @@ def _serve(handler, **fields):
     return server
 
 
-def test_an_http_server_that_drips_its_answer_is_a_timeout_of_the_whole_request(tmp_path, tiny_spec, corpus):
-    """Before: `?timeout=5 --timeout 10` on a server sending one byte every 2 s was still loading
-    after 150 s (the timeout applied to each socket read)."""
-    server = _serve(_Drip, every=0.2)
+def _run_against(server, tmp_path, tiny_spec, corpus, query, *options):
+    """A run with ``server`` as an ``http:`` candidate (``?query``); the server stops after it."""
     try:
         env = tagged_env()
         ran = measured(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
-                                f"http://127.0.0.1:{server.server_address[1]}?timeout=1", "--timeout", "10"),
-                       env, tmp_path)
+                                f"http://127.0.0.1:{server.server_address[1]}?{query}", *options), env, tmp_path)
     finally:
         server.stop.set()
         server.shutdown()
+    return ran, env
+
+
+def test_an_http_server_that_drips_its_answer_is_a_timeout_of_the_whole_request(tmp_path, tiny_spec, corpus):
+    """Before: `?timeout=5 --timeout 10` on a server sending one byte every 2 s was still loading
+    after 150 s (the timeout applied to each socket read)."""
+    ran, env = _run_against(_serve(_Drip, every=0.2), tmp_path, tiny_spec, corpus, "timeout=1", "--timeout", "10")
     quiet_exit(ran, 1)
     found = records(tmp_path / "out")
     assert found and all(r["kind"] == "error" for r in found)
@@ -214,15 +218,8 @@ def test_an_http_server_that_drips_its_answer_is_a_timeout_of_the_whole_request(
 def test_an_http_answer_over_the_limit_is_an_error_never_held_whole(tmp_path, tiny_spec, corpus, declare):
     """Before: a 1 GB body was read whole (2.3 GB peak)."""
     size = MAX_HTTP_BODY_BYTES + random.randrange(1 << 20, 64 << 20)
-    server = _serve(_Flood, size=size, declare=declare)
-    try:
-        env = tagged_env()
-        ran = measured(run_argv(tiny_spec, tmp_path / "out", corpus, "--candidate",
-                                f"http://127.0.0.1:{server.server_address[1]}?timeout=60", "--in-process"),
-                       env, tmp_path)
-    finally:
-        server.stop.set()
-        server.shutdown()
+    ran, env = _run_against(_serve(_Flood, size=size, declare=declare), tmp_path, tiny_spec, corpus, "timeout=60",
+                            "--in-process")
     quiet_exit(ran, 1)
     found = records(tmp_path / "out")
     assert found and all(r["kind"] == "error" and "answered too much" in r["error"]["message"] for r in found)
