@@ -172,3 +172,16 @@ def test_the_lock_holds_its_owners_pid_and_leaves_no_trace(tmp_path):
     with out_lock(out):
         (out / "kept").touch()
     assert [p.name for p in out.iterdir()] == ["kept"]
+
+
+@pytest.mark.parametrize("code, words", [("EROFS", "read-only file system"), ("EACCES", "permission denied"),
+                                         ("EPERM", "operation not permitted"), ("ENOSPC", "no space left")])
+def test_a_write_the_machine_refuses_is_the_users_to_fix_in_one_line(tmp_path, code, words):
+    """EACCES cannot be made real for root (these tests may run as root): the mapping itself."""
+    import errno
+
+    from verify.errors import VerifyError, storage_error
+
+    refused = storage_error(OSError(getattr(errno, code), os.strerror(getattr(errno, code)), str(tmp_path / "x")))
+    assert isinstance(refused, VerifyError) and words in str(refused) and "\n" not in str(refused)
+    assert storage_error(OSError(errno.ENOENT, "gone")) is None  # not storage: raised as it is
