@@ -89,7 +89,7 @@ def test_a_tags_row_tags_a_cluster(tmp_path):
 def test_bad_tags_file_is_a_config_error(tmp_path):
     path = tmp_path / "tags.toml"
     path.write_text('[[tag]]\nsignature = "("\ntag = "x"\n')
-    with pytest.raises(ConfigError, match="bad regex"):
+    with pytest.raises(ConfigError, match="bad 'signature' regex"):
         load_tags(path)
     assert load_tags(tmp_path / "missing.toml") == []
 

@@ -211,18 +211,19 @@ def test_garbage_output_raises(tmp_path):
     engine.close()
 
 
-@pytest.mark.parametrize("reply, match", [
-    ('{"id": 99, "ids": [[1]]}', "answered request 99 when request 1"),
-    ('{"id": 1, "ids": [["a"]]}', "malformed token ids"),
-    ('{"id": 1, "ids": [[-5]]}', "malformed token ids"),
-    ('{"id": 1, "ids": [[1], [2]]}', "2 results for 1 inputs"),
-    ('{"id": 1, "tokens": [[1]]}', "without a 'ids' list"),
+@pytest.mark.parametrize("reply, match", [  # ID: the id of the request answered (drawn at random)
+    ('{"id": 99, "ids": [[1]]}', "answered request 99 when request [0-9]+"),
+    ('{"id": ID, "ids": [["a"]]}', "malformed token ids"),
+    ('{"id": ID, "ids": [[-5]]}', "malformed token ids"),
+    ('{"id": ID, "ids": [[1], [2]]}', "2 results for 1 inputs"),
+    ('{"id": ID, "tokens": [[1]]}', "without a 'ids' list"),
 ])
 def test_wrong_answers_raise(tmp_path, reply, match):
     spec = planted(tmp_path, f'''
         send(HELLO)
         for line in sys.stdin:
-            sys.stdout.write({reply!r} + "\\n"); sys.stdout.flush()
+            answer = {reply!r}.replace("ID", str(json.loads(line)["id"]))
+            sys.stdout.write(answer + "\\n"); sys.stdout.flush()
         ''')
     engine = build_engine(spec)
     with pytest.raises(EngineProcessError, match=match):

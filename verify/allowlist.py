@@ -16,6 +16,9 @@ are in ci/README.md). The file is TOML, one ``[[allow]]`` row per accepted clust
     expires = 2026-12-31                # optional TOML date (or "YYYY-MM-DD"): the row applies
                                         # up to and including that day, then it is ignored
 
+The regexes run on RE2 (``verify.user_regex``): linear time whatever they say, so a row such
+as ``cluster = "^(.+)+Q$"`` costs microseconds, never a hung gate.
+
 A row has ``key`` or ``cluster``, not both. A row that has expired is kept in
 ``Allowlist.expired`` (commands list it in their manifest; the gate fails on it) but
 matches nothing (``match_expired`` says which expired row would have). Unknown keys
@@ -25,7 +28,6 @@ in a row are an error, so a typo does not silently widen or narrow a row.
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,14 +35,15 @@ from typing import Any
 
 from verify.errors import ConfigError
 from verify.toml_config import read_toml
+from verify.user_regex import compile_user
 
 ROW_KEYS = {"engine", "key", "cluster", "reason", "link", "expires"}
 
 
 @dataclass(frozen=True)
 class AllowRule:
-    engine: re.Pattern
-    cluster: re.Pattern
+    engine: Any  # a compiled regex (verify.user_regex): .search, .pattern
+    cluster: Any
     reason: str
     expires: dt.date | None = None
     row: int = 0  # 1-based position in the file, for messages
@@ -97,14 +100,8 @@ def _date(value: Any, where: str) -> dt.date | None:
     raise ConfigError(f"{where}: 'expires' must be a date (2026-12-31), got {value!r}")
 
 
-def _regex(row: dict, name: str, where: str) -> re.Pattern:
-    value = row.get(name, "")
-    if not isinstance(value, str):
-        raise ConfigError(f"{where}: '{name}' must be a string regex")
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise ConfigError(f"{where}: bad '{name}' regex {value!r}: {exc}") from exc
+def _regex(row: dict, name: str, where: str):
+    return compile_user(row.get(name, ""), where, name)
 
 
 def parse_allowlist(doc: dict[str, Any], where: str = "allowlist", today: dt.date | None = None) -> Allowlist:

@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 from verify.errors import ConfigError
 from verify.toml_config import read_toml
+from verify.user_regex import compile_user
 
 NEAR = 32  # characters either side of the offset searched for special-token look-alikes
 NFC_WINDOW = 4  # characters either side of the offset checked for normalisation sensitivity
@@ -310,7 +311,9 @@ def load_tags(path: Path | None = None) -> list[TagRule]:
         try:
             if not isinstance(row.get("known", False), bool):
                 raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): 'known' must be true or false")
-            rules.append(TagRule(re.compile(row.get("engine", "")), re.compile(row.get("signature", "")),
+            at = f"{path}: [[tag]] row {i + 1} ('{row['tag']}')"
+            rules.append(TagRule(compile_user(row.get("engine", ""), at, "engine"),
+                                 compile_user(row.get("signature", ""), at, "signature"),
                                  row["tag"], row.get("link"), row.get("known", False)))
         except re.error as exc:
             raise ConfigError(f"{path}: [[tag]] row {i + 1} ('{row['tag']}'): bad regex: {exc}") from exc

@@ -6,7 +6,11 @@ modules' return values, nowhere else:
   2  usage or configuration error (unknown engine, missing file, bad vocabulary hash, ...), or no
      space left on the disk (free some, then ``--resume``: what was committed is kept)
   3  a bug in the harness itself (an unexpected exception), with one line saying so
-130  interrupted
+130  interrupted (Ctrl-C; a command started with SIGINT ignored still takes it)
+143  terminated by SIGTERM (what was committed stays, as after Ctrl-C)
+
+Every message is one line (a library's multi-line message is folded), and no process the
+command started outlives it (``verify.reaper``), however it ends (``verify.interrupts``).
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ import math
 import os
 import sys
 
-from verify import __version__
-from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_INTERRUPTED, EXIT_USAGE
-from verify.errors import UsageError, VerifyError, disk_full
+from verify import __version__, interrupts, reaper
+from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_USAGE
+from verify.errors import UsageError, VerifyError, one_line, storage_error
 
 
 class SubParser(argparse.ArgumentParser):
@@ -61,6 +65,16 @@ def _module(name: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    with interrupts.handled():
+        try:
+            with reaper.run_scope():
+                return _main(argv)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM (interrupts.Terminated), also during the sweep
+            print(interrupts.line_for(exc), file=sys.stderr)
+            return interrupts.exit_code(exc)
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         check_decodable(argv)
@@ -69,20 +83,17 @@ def main(argv: list[str] | None = None) -> int:
         args.argv = argv  # recorded in manifests as the command that ran
         return _module(args.command).run(args)
     except VerifyError as exc:
-        print(f"verify: error: {exc}", file=sys.stderr)
+        print(f"verify: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("verify: interrupted (partial reports written)", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except Exception as exc:  # a bug in verify itself: still one line unless asked for more
-        full = disk_full(exc)
-        if full is not None:  # not a bug: the disk (or a quota) is full
-            print(f"verify: error: {full}", file=sys.stderr)
+        refused = storage_error(exc)
+        if refused is not None:  # not a bug: the disk is full, read-only, or not ours to write
+            print(f"verify: error: {refused}", file=sys.stderr)
             return EXIT_USAGE
         if os.environ.get("VERIFY_DEBUG"):
             raise
-        print(f"verify: harness bug: {type(exc).__name__}: {exc} (set VERIFY_DEBUG=1 for a traceback; "
-              "please report it)", file=sys.stderr)
+        print(f"verify: harness bug: {one_line(f'{type(exc).__name__}: {exc}')} (set VERIFY_DEBUG=1 for a "
+              "traceback; please report it)", file=sys.stderr)
         return EXIT_HARNESS_BUG
 
 

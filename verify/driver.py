@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from verify.errors import CorpusError, disk_full
+from verify.errors import CorpusError, storage_error
 from verify.pipeline.corpus import CorpusHunt, RunOptions
 from verify.pipeline.hunt import Hunt, JobOptions
 from verify.pipeline.run import RunResult, run_plan
@@ -33,14 +33,20 @@ def run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None = default_triage
     """``triage``: the stage after the shards -- None: none; the default (cluster and minimise)
     only when ``job.minimize_budget_s`` is above 0; a hunt's own (shadow's, whose clusters are its
     verdict) always, with the budget its hunt was given. A full disk is a ``DiskFullError`` naming
-    OUT: the shards committed before it stay for ``--resume``."""
+    OUT, a read-only one or one without permission a ``NotWritableError``: the shards committed
+    before it stay for ``--resume``. OUT is locked throughout (``verify.rundir.lock``)."""
+    from verify.rundir.lock import out_lock
+    from verify.rundir.paths import folder_to_write
+
     try:
-        return _run_hunt(hunt, job, triage)
+        folder_to_write(job.out, "--out")
+        with out_lock(job.out):  # one writer per OUT: a second --resume of it stops, naming this process
+            return _run_hunt(hunt, job, triage)
     except OSError as exc:
-        full = disk_full(exc, job.out)
-        if full is None:
+        refused = storage_error(exc, job.out)
+        if refused is None:
             raise
-        raise full from exc
+        raise refused from exc
 
 
 def _run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None) -> RunResult:
@@ -53,7 +59,7 @@ def _run_hunt(hunt: Hunt, job: JobOptions, triage: Triage | None) -> RunResult:
     result = run_plan(hunt, job)
     if result.interrupted:
         render_reports(job.out)
-        raise KeyboardInterrupt
+        raise result.interruption or KeyboardInterrupt()  # as it came: Ctrl-C, or SIGTERM's Terminated
     if result.empty:
         render_reports(job.out)
         raise CorpusError(result.empty)

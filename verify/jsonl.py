@@ -4,6 +4,11 @@
 inside strings; they are valid JSON, but ``str.splitlines`` (and older JavaScript)
 treat them as line ends, so a reader that splits on them would cut a record in
 two. ``line(obj)`` escapes exactly those three, keeping every other character as is.
+
+Reading is strict and never a crash: a line (or a file, ``load``) that is not JSON, is
+nested deeper than Python's parser recurses, or is not an object is a ``CorruptFileError``
+naming the file and line (exit 2): these files were written by verify, so a bad one was
+changed since.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any, Iterator
+
+from verify.errors import CorruptFileError
 
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -23,12 +30,36 @@ def line(obj: Any) -> str:
     return text + "\n"
 
 
+def loads(text: str | bytes, where: str) -> dict[str, Any]:
+    """One JSON object; anything else is a ``CorruptFileError`` naming ``where``."""
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        raise CorruptFileError(f"{where}: JSON nested deeper than Python parses: not a file verify wrote "
+                               "(changed since?)") from None
+    except ValueError as exc:  # JSONDecodeError, invalid UTF-8
+        raise CorruptFileError(f"{where}: not valid JSON ({exc}): not a file verify wrote (changed since?)") from None
+    if not isinstance(obj, dict):
+        raise CorruptFileError(f"{where}: a JSON {type(obj).__name__}, not an object: not a file verify wrote "
+                               "(changed since?)")
+    return obj
+
+
+def load(path: Path) -> dict[str, Any]:
+    """The JSON object a whole file holds (``loads``); an unreadable file is a ``CorruptFileError`` too."""
+    try:
+        text = Path(path).read_bytes()
+    except OSError as exc:
+        raise CorruptFileError(f"{path}: unreadable ({exc})") from None
+    return loads(text, str(path))
+
+
 def read(path: Path) -> Iterator[dict[str, Any]]:
     """The objects of a JSON Lines file, in order; nothing when the file does not exist."""
     path = Path(path)
     if not path.exists():
         return
-    with open(path, encoding="utf-8", newline="\n") as fh:
-        for text in fh:
-            if text.strip():
-                yield json.loads(text)
+    with open(path, "rb") as fh:  # lines end at b"\n" only; each decoded (strictly) by the parser
+        for number, raw in enumerate(fh, 1):
+            if raw.strip():
+                yield loads(raw, f"{path}:{number}")

@@ -9,19 +9,23 @@ templates): one reader and the validators every TOML file shares, so each mistak
 
 from __future__ import annotations
 
-import math
 import tomllib
 from pathlib import Path
 from typing import Any, Callable
 
 from verify.errors import ConfigError
+from verify.limits import MAX_COUNT, MAX_SECONDS, MAX_SEED, seconds_problem, whole_problem
 
 
 def parse_toml(text: str, what: str) -> dict[str, Any]:
+    """The document; invalid TOML, or TOML nested deeper than the parser recurses (Python's
+    recursion limit, about 1,000 levels), is one ``ConfigError`` line."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{what}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{what}: TOML nested deeper than Python parses (its recursion limit)") from None
 
 
 def read_toml(path: Path, what: str | None = None, *, missing_ok: bool = False) -> dict[str, Any]:
@@ -76,24 +80,23 @@ def boolean(value: Any, where: str) -> bool:
     return value
 
 
-def integer(minimum: int, maximum: int | None = None) -> Callable[[Any, str], int]:
+def integer(minimum: int, maximum: int = MAX_COUNT) -> Callable[[Any, str], int]:
+    """A whole number from ``minimum`` to ``maximum`` (the CLI's bound for the same option: one
+    check, ``verify.limits.whole_problem``, for both)."""
     def check(value: Any, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum or \
-                (maximum is not None and value > maximum):
-            upto = f" and at most {maximum}" if maximum is not None else ""
-            raise ConfigError(f"{where} must be an integer of at least {minimum}{upto}")
+        problem = whole_problem(value, minimum, maximum)
+        if problem:
+            raise ConfigError(f"{where} {problem}")
         return value
     return check
 
 
-def seconds(minimum_exclusive: bool, maximum: float | None = None) -> Callable[[Any, str], float]:
+def seconds(minimum_exclusive: bool, maximum: float = MAX_SECONDS) -> Callable[[Any, str], float]:
+    """A finite number of seconds above 0 (or from 0) up to ``maximum`` (``verify.limits.seconds_problem``)."""
     def check(value: Any, where: str) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and \
-            (value > 0 if minimum_exclusive else value >= 0) and (maximum is None or value <= maximum)
-        if not ok:
-            upto = f" and at most {maximum:g}" if maximum is not None else ""
-            raise ConfigError(f"{where} must be a number of seconds {'above' if minimum_exclusive else 'of at least'} "
-                              f"0{upto}")
+        problem = seconds_problem(value, zero_ok=not minimum_exclusive, high=maximum)
+        if problem:
+            raise ConfigError(f"{where} {problem}")
         return float(value)
     return check
 
@@ -121,3 +124,4 @@ def table(value: Any, where: str) -> dict[str, Any]:
 
 
 POSITIVE, NON_NEGATIVE = integer(1), integer(0)
+SEED = integer(0, MAX_SEED)  # as the CLI's --seed

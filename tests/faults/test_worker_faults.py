@@ -179,5 +179,5 @@ def test_no_child_outlives_a_run_ended_by_a_signal(tmp_path, plugins, tiny_spec,
         if proc.poll() is None:
             proc.kill()
         block.unlink()
-    assert code == {"SIGKILL": -9, "SIGTERM": -15, "SIGINT": 130}[name], proc.stderr.read()
+    assert code == {"SIGKILL": -9, "SIGTERM": 143, "SIGINT": 130}[name], proc.stderr.read()
     assert left_behind(env) == []

@@ -16,41 +16,39 @@ are refused).
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from verify.commands import EXIT_FINDINGS, EXIT_OK
-from verify.commands.options import (MAX_SECONDS, add_engine_options, add_job_options, add_out_option,
+from verify.commands.options import (add_engine_options, add_job_options, add_out_option,
                                      add_pool_options, check_job_numbers, engine_options, job_options, out_dir,
                                      reference_and_candidates)
 from verify.errors import UsageError
-
-MAX_COUNT = 10**9
-MAX_SEED = 2**64 - 1
+from verify.limits import MAX_COUNT, MAX_SEED, seconds_problem, whole_problem
 
 
 def whole(low: int, high: int):
-    """An argparse type: a whole number from ``low`` to ``high``."""
+    """An argparse type: a whole number from ``low`` to ``high`` (the check a gate suite's value gets too)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low} to {high}, got {value}")
+        problem = whole_problem(value, low, high)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
         return value
     return parse
 
 
 def seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds (not nan, not inf)."""
+    """An argparse type: a positive, finite number of seconds up to ``MAX_SECONDS`` (as in a gate suite)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"must be a positive, finite number of seconds (at most {MAX_SECONDS}), "
-                                         f"got {text!r}")
+    problem = seconds_problem(value)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return value
 
 

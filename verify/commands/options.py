@@ -1,7 +1,7 @@
 """Options shared by several commands, each defined once (pip-tools' options module).
 
 An option that means the same thing in two commands is defined here and nowhere
-else, with one default: ``--timeout``, ``--memory-limit-mb`` and ``--in-process``
+else, with one default: ``--timeout``, ``--load-timeout``, ``--memory-limit-mb`` and ``--in-process``
 (how engines are started, ``EngineOptions``), ``--out``, the corpus options.
 """
 
@@ -12,6 +12,7 @@ from pathlib import Path
 
 from verify.errors import UsageError
 from verify.executors.isolated import DEFAULT_TIMEOUT_S, MAX_MEMORY_MB, MAX_TIMEOUT_S
+from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S
 from verify.executors.pool import EngineOptions
 from verify.executors.workers import MAX_WORKERS
 
@@ -63,6 +64,9 @@ def add_pool_options(p) -> None:
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help=f"an engine call that takes longer than S seconds is a hang (isolated engines; "
                         f"default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--load-timeout", type=float, default=None, metavar="S",
+                   help=f"an engine that takes longer than S seconds to build (its constructor, its vocabulary) "
+                        f"did not start: a finding for it, the run goes on (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--memory-limit-mb", type=int, metavar="MB", help="address-space limit for each engine worker")
 
 
@@ -70,9 +74,13 @@ def engine_options(args) -> EngineOptions:
     timeout = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
     if not 0 < timeout <= MAX_SECONDS:
         raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:g}, got {timeout:g}")
+    load = DEFAULT_LOAD_TIMEOUT_S if getattr(args, "load_timeout", None) is None else args.load_timeout
+    if not 0 < load <= MAX_SECONDS:
+        raise UsageError(f"--load-timeout must be a positive number of seconds, at most {MAX_SECONDS:g}, got {load:g}")
     if args.memory_limit_mb is not None and not 64 <= args.memory_limit_mb <= MAX_MEMORY_MB:
         raise UsageError(f"--memory-limit-mb must be from 64 to {MAX_MEMORY_MB}, got {args.memory_limit_mb}")
-    return EngineOptions(isolate=not args.in_process, timeout_s=timeout, memory_limit_mb=args.memory_limit_mb)
+    return EngineOptions(isolate=not args.in_process, timeout_s=timeout, memory_limit_mb=args.memory_limit_mb,
+                         load_timeout_s=load)
 
 
 def add_corpus_options(p, default: str) -> None:

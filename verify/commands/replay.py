@@ -57,6 +57,7 @@ def run(args) -> int:
         reference=reference, candidates=list(args.engine), corpora=[], traces=list(args.traces),
         trace_format=args.format, trace_template=args.template, out=job.out, limit=args.limit,
         isolate=job.engine.isolate, timeout_s=job.engine.timeout_s, memory_limit_mb=job.engine.memory_limit_mb,
+        load_timeout_s=job.engine.load_timeout_s,
         workers=job.workers, executor=job.executor, ray=job.ray, progress=job.progress,
         minimize_budget_s=job.minimize_budget_s, resume=job.resume, argv=job.argv))
     print(one_line(result.counts, result.out, result.complete).replace(" samples,", " turns,", 1))

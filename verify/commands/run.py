@@ -35,6 +35,8 @@ def add_parser(sub) -> None:
                         "a directory or an fsspec URL (s3://..., hf://datasets/...)")
     p.add_argument("--where", action="append", metavar="FIELD=VALUE",
                    help="keep only the partitions with this field value (repeatable), e.g. quality=high")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="read files a corpus folder's symlinks lead to outside it (default: skipped and counted)")
     p.add_argument("--ledger", metavar="DIR|URL",
                    help="the reference's ids by input key: the reference encodes only what is new")
     p.add_argument("--ledger-audit", type=float, metavar="RATE",
@@ -72,7 +74,8 @@ def run(args) -> int:
         out=job.out, text_field=args.text_field, id_field=args.id_field, limit=args.limit,
         batch_size=args.batch_size, sample_rate=args.sample, sample_seed=args.seed,
         strict=True if args.strict else None, isolate=not args.in_process, timeout_s=args.timeout,
-        memory_limit_mb=args.memory_limit_mb, executor=job.executor, corpus_root=args.corpus_root, where=where,
+        memory_limit_mb=args.memory_limit_mb, load_timeout_s=job.engine.load_timeout_s, executor=job.executor, corpus_root=args.corpus_root, where=where,
+        follow_symlinks=args.follow_symlinks,
         ray=job.ray, ledger=args.ledger, ledger_audit=args.ledger_audit, workers=job.workers, progress=job.progress,
         minimize_budget_s=job.minimize_budget_s, resume=job.resume, argv=args.argv,
     )

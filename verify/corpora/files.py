@@ -8,11 +8,14 @@ read by byte ranges: the offset of the line's first byte) or ``file:rowN``
 (Parquet). A large ``.zst`` file made of several frames that declare their sizes
 (pzstd, the seekable format, any writer that flushes frames) is read by byte ranges
 of its decompressed stream too, each starting at a frame (``zstd_frames``), with the
-same ``file@byte`` ids. A record that cannot become a sample (bad JSON, invalid UTF-8, a
-missing or non-text field, a lone surrogate, or a file that stops being readable)
-is yielded as a ``BadRecord`` with its position: never dropped silently, never
-the end of the run. A listed file that does not exist (a partial mirror) is one
-``BadRecord`` at its first position, "file not found".
+same ``file@byte`` ids. A record that cannot become a sample (bad JSON, JSON nested deeper
+than Python parses, invalid UTF-8, a missing or non-text field, no segments, a lone
+surrogate, a line over ``MAX_RECORD_BYTES`` or a file that stops being readable) is yielded
+as a ``BadRecord`` with its position: never dropped silently, never the end of the run. An
+over-long line is never held whole: it is skipped in chunks up to the next newline, where
+reading goes on (so a decompression bomb of one endless line costs time, not memory). A
+listed file that does not exist (a partial mirror) is one ``BadRecord`` at its first
+position, "file not found"; so is a Parquet file that cannot be opened.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ from typing import IO, Iterator
 
 from verify.corpora import remote
 from verify.corpora.remote import PathLike
-from verify.errors import CorpusError
+from verify.errors import CorpusError, one_line
+from verify.limits import MAX_RECORD_BYTES, MAX_SEGMENTS, READ_CHUNK_BYTES
 from verify.sample import BadRecord, Sample
 
 TEXT_SUFFIXES = (".txt",)
@@ -34,6 +38,41 @@ PARQUET_SUFFIXES = (".parquet",)
 COMPRESSIONS = (".gz", ".zst", ".zstd")
 
 Record = Sample | BadRecord
+
+
+class Overlong:
+    """In place of a line over ``MAX_RECORD_BYTES`` (``size``: its length, newline included)."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def reason(self) -> str:
+        return f"line of {self.size:,} bytes, over the limit of {MAX_RECORD_BYTES:,} (MAX_RECORD_BYTES): skipped"
+
+
+def bounded_lines(fh: IO[bytes], limit: int = MAX_RECORD_BYTES) -> Iterator[bytes | Overlong]:
+    """The lines of a binary stream, each at most ``limit`` bytes; a longer one is an ``Overlong``,
+    skipped in chunks up to its newline (reading resumes on the next line)."""
+    try:
+        fh.readline(0)
+    except TypeError:  # an fsspec file's readline takes no size: read it through a buffer that does
+        fh = io.BufferedReader(fh)
+    while True:
+        line = fh.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size = len(line)
+        while line and not line.endswith(b"\n"):
+            line = fh.readline(READ_CHUNK_BYTES)
+            size += len(line)
+        yield Overlong(size)
 
 
 def base_suffix(path: PathLike) -> str:
@@ -76,7 +115,7 @@ def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None,
     try:
         if byte_range is None:
             with open_binary(path) as fh:
-                for lineno, raw in enumerate(fh, 1):
+                for lineno, raw in enumerate(bounded_lines(fh), 1):
                     position = f"{path}:{lineno}"
                     yield position, raw, None
             return
@@ -95,17 +134,21 @@ def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None,
         yield position, None, f"file unreadable from here on ({type(exc).__name__}: {exc})"
 
 
-def _range_lines(fh: IO[bytes], path: PathLike, start: int, stop: int, at: int) -> Iterator[tuple[str, bytes]]:
+def _range_lines(fh: IO[bytes], path: PathLike, start: int, stop: int,
+                 at: int) -> Iterator[tuple[str, bytes | Overlong]]:
     """The lines whose first byte lies in ``[start, stop)`` of a stream whose next byte is at
     offset ``at`` (``at <= max(0, start - 1)``), each positioned by that first byte."""
     offset = start
+    lines = None
     if start > 0:
         _skip(fh, start - 1 - at)
         if fh.read(1) != b"\n":  # mid-line: that line belongs to the previous range
-            offset = start + len(fh.readline())
+            lines = bounded_lines(fh)
+            offset = start + len(next(lines, b""))
+    lines = lines or bounded_lines(fh)
     while offset < stop:
-        raw = fh.readline()
-        if not raw:
+        raw = next(lines, None)
+        if raw is None:
             return
         yield f"{path}@{offset}", raw
         offset += len(raw)
@@ -185,8 +228,11 @@ def missing_reason(exc: Exception) -> str:
 def _decoded_lines(path: PathLike, byte_range, frames=None) -> Iterator[tuple[str, str | None, BadRecord | None]]:
     for position, raw, failure in _raw_lines(path, byte_range, frames):
         if failure is not None:
-            yield position, None, BadRecord(position, failure, None)
+            yield position, None, BadRecord(position, one_line(failure), None)
             return
+        if isinstance(raw, Overlong):
+            yield position, None, BadRecord(position, raw.reason, None)
+            continue
         try:
             yield position, raw.decode("utf-8"), None
         except UnicodeDecodeError as exc:
@@ -219,16 +265,19 @@ def jsonl_record(position: str, line: str, text_field: str, id_field: str) -> Re
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         return BadRecord(position, f"invalid JSON ({exc.msg}: column {exc.colno})", line)
+    except RecursionError:
+        return BadRecord(position, "JSON nested deeper than Python parses (its recursion limit)", line)
     if not isinstance(record, dict):
         return BadRecord(position, "expected a JSON object per line", line)
     sample_id = str(record[id_field]) if record.get(id_field) is not None else position
     if "segments" in record and text_field not in record:
         segments = record["segments"]
-        ok = isinstance(segments, list) and all(
+        ok = isinstance(segments, list) and 0 < len(segments) <= MAX_SEGMENTS and all(
             isinstance(s, list) and len(s) == 2 and isinstance(s[0], str) and isinstance(s[1], bool)
             for s in segments)
         if not ok:
-            return BadRecord(position, "'segments' must be a list of [text, allow_special] pairs", line)
+            return BadRecord(position, f"'segments' must be a list of 1 to {MAX_SEGMENTS:,} [text, allow_special] "
+                                       "pairs", line)
         sample = Sample.from_segments(sample_id, segments)
     else:
         text = record.get(text_field)
@@ -262,14 +311,18 @@ def open_parquet(path: PathLike):
     return pq.ParquetFile(stripped, filesystem=fs)
 
 
+class UnreadableParquet(CorpusError):
+    """A Parquet file that cannot be opened (corrupt, truncated, not Parquet at all)."""
+
+
 def parquet_row_groups(path: PathLike, text_field: str) -> tuple[list[str], list[int]]:
     """Column names and row counts of a Parquet file's row groups (its footer only);
-    ``CorpusError`` when it has no text column (almost always a wrong ``--text-field``)
-    or cannot be opened."""
+    ``CorpusError`` when it has no text column (almost always a wrong ``--text-field``),
+    ``UnreadableParquet`` when it cannot be opened."""
     try:
         meta = open_parquet(path)
     except Exception as exc:  # pyarrow's and every fsspec backend's own errors
-        raise CorpusError(f"{path}: not a readable Parquet file ({exc})") from None
+        raise UnreadableParquet(f"{path}: not a readable Parquet file ({one_line(str(exc))})") from None
     try:
         names = meta.schema_arrow.names
         if text_field not in names:
@@ -296,7 +349,7 @@ def read_parquet(path: PathLike, text_field: str, id_field: str, row_groups: tup
         yield BadRecord(f"{path}:row0", missing_reason(exc))
         return
     except Exception as exc:
-        yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
+        yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({one_line(str(exc))})")
         return
     try:
         yield from _parquet_rows(parquet, path, text_field, id_field, row_groups, batch_rows)
@@ -322,7 +375,8 @@ def _parquet_rows(parquet, path, text_field, id_field, row_groups, batch_rows) -
                 row += 1
                 yield column_record(position, text, rid, text_field)
     except Exception as exc:  # corrupt data, or a remote read that failed mid-file
-        yield BadRecord(f"{path}:row{row}", f"unreadable Parquet data from here on ({type(exc).__name__}: {exc})")
+        yield BadRecord(f"{path}:row{row}", one_line(f"unreadable Parquet data from here on ({type(exc).__name__}: "
+                                                     f"{exc})"))
 
 
 def column_record(position: str, text, rid, text_field: str) -> Record:
@@ -335,7 +389,9 @@ def column_record(position: str, text, rid, text_field: str) -> Record:
             return BadRecord(position, f"invalid UTF-8 in '{text_field}'", text)
     if not isinstance(text, str):
         return BadRecord(position, f"'{text_field}' is {'null' if text is None else type(text).__name__}, not text",
-                         None if text is None else repr(text))
+                         None if text is None else repr(text)[:1000])
+    if len(text) > MAX_RECORD_BYTES // 4 and len(text.encode("utf-8", "surrogatepass")) > MAX_RECORD_BYTES:
+        return BadRecord(position, f"'{text_field}' holds over {MAX_RECORD_BYTES:,} bytes (MAX_RECORD_BYTES): skipped")
     return scalar_checked(position, Sample.plain(str(rid) if rid is not None else position, text), text)
 
 

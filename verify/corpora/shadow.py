@@ -22,7 +22,7 @@ from typing import Iterator
 from verify.corpora import files
 from verify.corpora.shards import Shard
 from verify.corpora.source import Source, expand_paths
-from verify.errors import CorpusError
+from verify.errors import CorpusError, one_line
 from verify.sample import BadRecord
 from verify.shadow.schema import SCHEMA, ShadowRecord, ShadowSession, parse_record
 
@@ -82,12 +82,23 @@ def _whole_session(session_id: str, turns: list[ShadowRecord]) -> Iterator[Shado
         yield ShadowSession(session_id, tuple(kept))
 
 
+def _parsed(position: str, doc, raw) -> ShadowRecord | BadRecord:
+    """``parse_record``, whose checks a value of an unexpected type cannot get past as a crash."""
+    try:
+        return parse_record(position, doc, raw)
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        return BadRecord(position, one_line(f"not a shadow record ({type(exc).__name__}: {exc})"), raw)
+
+
 def _jsonl_rows(path) -> Iterator[ShadowRecord | BadRecord]:
     position = f"{path}:1"
     try:
         with files.open_binary(path) as fh:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(files.bounded_lines(fh), 1):
                 position = f"{path}:{lineno}"
+                if isinstance(raw, files.Overlong):
+                    yield BadRecord(position, raw.reason)
+                    continue
                 if not raw.strip():
                     continue
                 try:
@@ -98,22 +109,25 @@ def _jsonl_rows(path) -> Iterator[ShadowRecord | BadRecord]:
                 except json.JSONDecodeError as exc:
                     yield BadRecord(position, f"invalid JSON ({exc.msg}: column {exc.colno})", raw)
                     continue
-                yield parse_record(position, doc, raw)
+                except RecursionError:
+                    yield BadRecord(position, "JSON nested deeper than Python parses (its recursion limit)", raw)
+                    continue
+                yield _parsed(position, doc, raw)
     except Exception as exc:  # OSError, EOFError, zstandard's own errors: the rest is unreadable
-        yield BadRecord(position, f"file unreadable from here on ({type(exc).__name__}: {exc})")
+        yield BadRecord(position, one_line(f"file unreadable from here on ({type(exc).__name__}: {exc})"))
 
 
 def _parquet_rows(path) -> Iterator[ShadowRecord | BadRecord]:
     try:
         parquet = files.open_parquet(path)
     except Exception as exc:
-        yield BadRecord(f"{path}:row0", f"not a readable Parquet file ({exc})")
+        yield BadRecord(f"{path}:row0", one_line(f"not a readable Parquet file ({exc})"))
         return
     row = 0
     try:
         for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS):
             for doc in batch.to_pylist():
-                yield parse_record(f"{path}:row{row}", doc)
+                yield _parsed(f"{path}:row{row}", doc, None)
                 row += 1
     except Exception as exc:  # corrupt data, or a remote read that failed mid-file
         yield BadRecord(f"{path}:row{row}", f"unreadable Parquet data from here on ({type(exc).__name__}: {exc})")

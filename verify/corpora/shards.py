@@ -190,7 +190,10 @@ def file_shards(source: str, path: PathLike, text_field: str, id_field: str, *, 
     if suffix in files.PARQUET_SUFFIXES:
         if url:
             return [Shard(kind="file", **common)]
-        _, rows = files.parquet_row_groups(path, text_field)
+        try:
+            _, rows = files.parquet_row_groups(path, text_field)
+        except files.UnreadableParquet:  # one shard whose reader reports it: a bad-input record, the rest runs
+            return [Shard(kind="file", **common)]
         sizes = files.parquet_row_group_bytes(path)
         shards, first, count, nbytes = [], 0, 0, 0
         for i, n in enumerate(rows):
@@ -240,9 +243,10 @@ def _zstd_shards(path: PathLike, target: int, common: dict[str, Any]) -> list[Sh
     return shards if len(shards) > 1 else [Shard(kind="file", **common)]  # one frame: ids stay file:line
 
 
-def count_records(shard: Shard) -> int:
+def count_records(shard: Shard, up_to: int | None = None) -> int:
     """How many records the shard holds before ``limit`` (cheap where the format allows:
-    Parquet metadata, the generated corpus' ranges; JSONL and text are read)."""
+    Parquet metadata, the generated corpus' ranges; JSONL and text are read) -- read no further
+    than ``up_to`` + 1 records: past that, the count only has to say "more"."""
     if shard.sample_rate is None:
         if shard.kind == "generated":
             return shard.stop - shard.start
@@ -252,11 +256,16 @@ def count_records(shard: Shard) -> int:
                 return sum(parquet.metadata.row_group(i).num_rows for i in range(shard.start, shard.stop))
             finally:
                 parquet.close()
-    return sum(1 for _ in shard.with_limit(None).records())
+    records = read_shard(shard) if shard.sample_rate is None else shard.with_limit(None).records()
+    if up_to is not None:
+        records = itertools.islice(records, up_to + 1)
+    return sum(1 for _ in records)
 
 
 def apply_limit(shards: list[Shard], limit: int | None) -> list[Shard]:
-    """The shards that hold the first ``limit`` records, the last one capped."""
+    """The shards that hold the first ``limit`` records, the last one capped. Each shard is
+    counted only up to what is left of ``limit``: ``--limit 200`` of a huge file reads about
+    200 records, never the whole file."""
     if limit is None:
         return shards
     kept: list[Shard] = []
@@ -264,7 +273,7 @@ def apply_limit(shards: list[Shard], limit: int | None) -> list[Shard]:
     for shard in shards:
         if left <= 0:
             break
-        n = count_records(shard)
+        n = count_records(shard, up_to=left)
         kept.append(shard if n <= left else shard.with_limit(left))
         left -= n
     return kept

@@ -1,11 +1,16 @@
 """A corpus source -- what it is and the shards it is cut into -- and how file names,
 directories, globs and fsspec URLs expand to files. The resolver of ``--corpus`` values
 (named corpora, ``hf:``, ``generated``) is ``verify.corpora.sources``.
+
+A local folder stays inside itself: a symlink below it that leads out of it (to a file, or
+to a folder) is skipped and counted (the source's ``symlinks_skipped``), unless
+``follow_symlinks`` (``verify run --follow-symlinks``).
 """
 
 from __future__ import annotations
 
 import glob
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,31 +51,87 @@ def generated_source(name: str, seed: int = 0, documents: int = 2000, long_docum
                   generated_shards(name, seed, documents, long_documents))
 
 
-def file_source(name: str, paths: list, text_field: str = "text", id_field: str = "id") -> Source:
+def file_source(name: str, paths: list, text_field: str = "text", id_field: str = "id",
+                symlinks_skipped: int = 0) -> Source:
     """``paths``: local paths or URLs, or ``(path, size)`` pairs from a listing. Remote
-    Parquet files are not opened here except the first (its columns)."""
+    Parquet files are not opened here except the first (its columns): one of several that
+    cannot be opened is left to its reader (a bad-input record), a missing text column is refused."""
     pairs = [p if isinstance(p, tuple) else (p, None) for p in paths]
     remote_parquet = [p for p, _ in pairs if remote.is_url(p) and files.base_suffix(p) in files.PARQUET_SUFFIXES]
     if remote_parquet:
-        files.parquet_row_groups(remote_parquet[0], text_field)
+        try:
+            files.parquet_row_groups(remote_parquet[0], text_field)
+        except files.UnreadableParquet:
+            if len(pairs) == 1:  # the one file named: refused before any work
+                raise
     shards = [s for p, size in pairs for s in file_shards(name, p, text_field, id_field, size=size)]
-    return Source(name, {"kind": "files", "files": [str(p) for p, _ in pairs], "text_field": text_field,
-                         "id_field": id_field}, shards)
+    described = {"kind": "files", "files": [str(p) for p, _ in pairs], "text_field": text_field, "id_field": id_field}
+    if symlinks_skipped:
+        described["symlinks_skipped"] = symlinks_skipped
+    return Source(name, described, shards)
 
 
 UNSUPPORTED = "unsupported file type (use .txt, .jsonl, .ndjson, .parquet; .gz/.zst/.zstd compressed)"
 
 
-def expand_paths(pattern: str) -> list:
+def expand_paths(pattern: str, follow_symlinks: bool = False) -> list:
     """The files a value names, sorted: local ``Path``s, or for a URL ``(url, size)`` pairs."""
+    return list_paths(pattern, follow_symlinks)[0]
+
+
+def list_paths(pattern: str, follow_symlinks: bool = False) -> tuple[list, int]:
+    """``expand_paths`` and how many symlinks leading out of a folder were skipped."""
     if remote.is_url(pattern):
-        return _expand_url(pattern)
+        return _expand_url(pattern), 0
     path = Path(pattern).expanduser()
     if path.is_dir():
-        found = sorted(p for p in path.rglob("*") if p.is_file() and files.is_supported(p))
+        found, skipped = folder_files(path, follow_symlinks)
         if not found:
-            raise CorpusError(f"{pattern}: directory holds no .txt/.jsonl/.parquet files")
-        return found
+            outside = f" ({skipped} symlinks out of it skipped; --follow-symlinks follows them)" if skipped else ""
+            raise CorpusError(f"{pattern}: directory holds no .txt/.jsonl/.parquet files{outside}")
+        return found, skipped
+    return _expand_local(pattern, path), 0
+
+
+def folder_files(folder: Path, follow_symlinks: bool = False) -> tuple[list[Path], int]:
+    """The supported files below ``folder``, sorted, and the symlinks skipped because they lead out
+    of it (all followed with ``follow_symlinks``, each real folder once: a symlink loop ends)."""
+    root = folder.resolve()
+    found: list[Path] = []
+    skipped = 0
+    seen: set[str] = set()
+    for here, dirs, names in os.walk(folder, followlinks=follow_symlinks):
+        real = os.path.realpath(here)
+        if real in seen:  # a symlink back to a folder already walked
+            dirs[:] = []
+            continue
+        seen.add(real)
+        if not follow_symlinks:
+            kept = []
+            for d in dirs:
+                target = Path(here, d)
+                if target.is_symlink() and not _inside(root, target):
+                    skipped += 1
+                else:
+                    kept.append(d)
+            dirs[:] = kept
+        for name in names:
+            p = Path(here, name)
+            if not p.is_file() or not files.is_supported(p):
+                continue
+            if not follow_symlinks and p.is_symlink() and not _inside(root, p):
+                skipped += 1
+                continue
+            found.append(p)
+    return sorted(found), skipped
+
+
+def _inside(root: Path, path: Path) -> bool:
+    target = path.resolve()
+    return target == root or root in target.parents
+
+
+def _expand_local(pattern: str, path: Path) -> list:
     if path.is_file():
         if not files.is_supported(path):
             raise CorpusError(f"{pattern}: {UNSUPPORTED}")

@@ -16,16 +16,22 @@ import os
 import string
 from typing import Any
 
+from pathlib import Path
+
 from verify.config import named_corpora
-from verify.corpora.source import Source, expand_paths, file_source, generated_source  # noqa: F401 (re-exported)
+from verify.corpora import files, remote
+from verify.corpora.source import Source, expand_paths, file_source, generated_source, list_paths  # noqa: F401
 from verify.errors import ConfigError, UsageError
 
 
 def open_corpus(value: str, text_field: str | None = None, id_field: str | None = None, *,
-                root: str | None = None, where: dict[str, str] | None = None) -> Source:
+                root: str | None = None, where: dict[str, str] | None = None,
+                follow_symlinks: bool = False) -> Source:
     """``text_field``/``id_field`` (None: ``text``/``id``, or what a named corpus says);
     ``root``: where a named corpus with a root lives (``--corpus-root``); ``where``:
-    partition filters (``--where quality=high``) for corpora with partition fields."""
+    partition filters (``--where quality=high``) for corpora with partition fields;
+    ``follow_symlinks``: a folder's symlinks that lead out of it are read too (else skipped
+    and counted, ``verify.corpora.source``)."""
     named = named_corpora()
     if value in named:
         return _from_table(value, named[value], text_field, id_field, root, where or {})
@@ -44,7 +50,11 @@ def open_corpus(value: str, text_field: str | None = None, id_field: str | None 
         if seed and not seed.isdigit():
             raise ConfigError(f"generated corpus seed must be an integer, got '{seed}'")
         return generated_source(value, seed=int(seed or 0))
-    return file_source(value, expand_paths(value), text_field, id_field)
+    paths, skipped = list_paths(value, follow_symlinks)
+    named = Path(value).expanduser()
+    if not remote.is_url(value) and named.is_file() and files.base_suffix(value) in files.PARQUET_SUFFIXES:
+        files.parquet_row_groups(named, text_field)  # the file named itself: unreadable is refused before any work
+    return file_source(value, paths, text_field, id_field, symlinks_skipped=skipped)
 
 
 def _from_table(name: str, table: dict[str, Any], text_field: str | None, id_field: str | None,

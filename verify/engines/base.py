@@ -124,12 +124,15 @@ def package_version(distribution: str | None) -> str | None:
 
 
 def as_token_array(ids: Any) -> np.ndarray:
-    """Normalise an engine's output (list, tuple, array) to a 1-D uint32 array.
+    """Normalise an engine's output for one input (list, tuple, array) to a 1-D uint32 array.
 
-    Raises ValueError for negative or out-of-range ids rather than wrapping them."""
+    Raises ValueError for negative or out-of-range ids rather than wrapping them, and for
+    anything but one flat sequence: a nested list (``[[ids]]``) is an engine's mistake to
+    report, never flattened into ids that might happen to compare equal."""
     arr = np.asarray(ids)
     if arr.ndim != 1:
-        arr = arr.reshape(-1)
+        what = "a single value" if arr.ndim == 0 else f"a nested sequence ({arr.ndim} levels, shape {arr.shape})"
+        raise ValueError(f"engine returned {what} for one input, not a flat sequence of token ids")
     if arr.dtype == TOKEN_DTYPE:
         return arr
     if arr.size and arr.dtype.kind in "iu":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import io
 import os
 import queue
 import shlex
@@ -20,11 +21,21 @@ import sys
 import threading
 import weakref
 
+from verify import reaper
 from verify.errors import ConfigError
+from verify.limits import MAX_ANSWER_LINE_BYTES, READ_CHUNK_BYTES
 
 STDERR_TAIL_LINES = 40
 STDERR_TAIL_CHARS = 4000
 EOF = object()
+READ_BUFFER = 1 << 16
+
+
+class TooLong:
+    """In place of a stdout line longer than ``MAX_ANSWER_LINE_BYTES`` (the rest of it is skipped)."""
+
+    def __init__(self, size: int):
+        self.size = size
 # the watchdog: reads its stdin to the end; "released" means the group was already ended
 _WATCHDOG = ("import os, signal, sys\n"
              "word = sys.stdin.buffer.read()\n"
@@ -54,6 +65,7 @@ class ChildProcess:
 
     def __init__(self, argv: list[str]):
         self.argv = argv
+        reaper.guard()
         try:
             self.proc = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
@@ -73,8 +85,28 @@ class ChildProcess:
         self._finalizer = weakref.finalize(self, ChildProcess._terminate, self.proc, self.watchdog)
 
     def _read_stdout(self) -> None:
-        _drain(self.proc.stdout, self.lines.put)
-        self.lines.put(EOF)
+        """Line by line into ``lines``, each at most ``MAX_ANSWER_LINE_BYTES`` (a longer one is a
+        ``TooLong``, skipped in chunks: memory stays bounded whatever the child writes)."""
+        stream = io.BufferedReader(self.proc.stdout, READ_BUFFER)
+        try:
+            while True:
+                line = stream.readline(MAX_ANSWER_LINE_BYTES + 1)
+                if not line:
+                    break
+                if len(line) <= MAX_ANSWER_LINE_BYTES or line.endswith(b"\n"):
+                    self.lines.put(line)
+                    continue
+                size = len(line)
+                while line and not line.endswith(b"\n"):
+                    line = stream.readline(READ_CHUNK_BYTES)
+                    size += len(line)
+                self.lines.put(TooLong(size))
+        except (OSError, ValueError):
+            pass
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
+            self.lines.put(EOF)
 
     def send(self, line: bytes) -> None:
         assert self.proc.stdin is not None
@@ -105,7 +137,7 @@ class ChildProcess:
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            pass
+            reaper.kill_descendants(proc.pid)  # what a hung child started, also in sessions of their own
         kill_group(proc.pid)  # a hung child, and whatever the child left running
         proc.wait()
         _release_watchdog(watchdog)

@@ -12,8 +12,10 @@ URL with no path posts to ``/tokenize``; any other path is used as given.
 Everything after ``?`` is adapter options, so the URL itself carries no query.
 
 Options: ``api`` = ``vllm`` (default) or ``sglang``; ``model`` = the served model
-name (sent only when given); ``timeout`` = seconds per HTTP request (default 60);
-``entry`` = ``single`` or ``batch`` (SGLang only, see below).
+name (sent only when given); ``timeout`` = seconds for a whole HTTP request -- connect,
+send, headers and body, not each read (default 60); ``entry`` = ``single`` or ``batch``
+(SGLang only, see below). An answer's body is read up to ``MAX_HTTP_BODY_BYTES``
+(``verify.limits``); a larger one is an error for that call, never held whole.
 
 Entry points (``verify.engines.base``): vLLM has ``single`` (one request per text);
 SGLang has ``batch`` (the default: one request with a list prompt per batch; a
@@ -47,15 +49,15 @@ of the body; the harness records it as an error finding.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
 from verify.engines.base import Adapter, Capabilities, EngineIdentity, as_token_array
+from verify.engines.http_transport import AnswerTooLarge, RequestTimedOut, TransportError, post
 from verify.errors import ConfigError
+from verify.limits import MAX_HTTP_BODY_BYTES
 
 APIS = ("vllm", "sglang")
 BODY_EXCERPT = 300
@@ -113,21 +115,21 @@ class HTTPEngine(Adapter):
     # --- transport ----------------------------------------------------------
     def _post(self, payload: dict[str, Any]) -> dict[str, Any]:
         data = json.dumps(payload, ensure_ascii=True).encode("ascii")
-        request = urllib.request.Request(self.url, data=data, method="POST",
-                                         headers={"Content-Type": "application/json", "Accept": "application/json"})
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
         where = f"{self.api} tokenize endpoint {self.url}"
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = _excerpt(exc.read() if exc.fp is not None else b"")
-            raise EngineHTTPError(f"{where} answered HTTP {exc.code} {exc.reason}: {detail}", exc.code) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise EngineHTTPError(f"{where} is unreachable or timed out ({self.timeout:g}s): {reason}") from None
+            status, reason, body = post(self.url, data, headers, self.timeout, MAX_HTTP_BODY_BYTES)
+        except RequestTimedOut as exc:
+            raise EngineHTTPError(f"{where} timed out: {exc} (?timeout={self.timeout:g})") from None
+        except AnswerTooLarge as exc:
+            raise EngineHTTPError(f"{where} answered too much: {exc}") from None
+        except TransportError as exc:
+            raise EngineHTTPError(f"{where} is unreachable or cut the connection: {exc}") from None
+        if not 200 <= status < 300:
+            raise EngineHTTPError(f"{where} answered HTTP {status} {reason}: {_excerpt(body)}", status)
         try:
             obj = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise EngineHTTPError(f"{where} answered with a body that is not JSON: {_excerpt(body)}") from None
         if not isinstance(obj, dict) or "tokens" not in obj:
             raise EngineHTTPError(f"{where} answered without a 'tokens' field: {_excerpt(body)}")

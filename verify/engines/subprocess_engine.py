@@ -26,7 +26,10 @@ also has ``segments`` (the ``segments`` request, a batch of samples per request)
 which is then the default for samples, as before (``?entry=batch`` sends every
 sample segment by segment in ``texts`` requests instead).
 Anything the child does wrong -- exits, writes a line that is not a protocol
-message, answers out of order, stays silent past the timeout -- raises
+message or one longer than ``MAX_ANSWER_LINE_BYTES`` (``verify.limits``), answers
+with an id other than the request's (ids are drawn at random, so an answer cannot be
+forged ahead of its request), writes a line when no request is outstanding (a
+second answer), stays silent past the timeout -- raises
 :class:`EngineProcessError` carrying the tail of the child's stderr; an error the
 child reports for one request raises :class:`EngineRequestError` (a subclass)
 with the child's own message. Either becomes an error finding in the harness.
@@ -41,6 +44,7 @@ from __future__ import annotations
 import base64
 import json
 import queue
+import secrets
 import shlex
 import threading
 from typing import Any, Sequence
@@ -48,12 +52,14 @@ from typing import Any, Sequence
 import numpy as np
 
 from verify.engines.base import Adapter, Capabilities, EngineIdentity, as_token_array
-from verify.engines.child_process import EOF, ChildProcess
+from verify.engines.child_process import EOF, ChildProcess, TooLong
 from verify.errors import ConfigError
+from verify.limits import MAX_ANSWER_LINE_BYTES
 from verify.sample import Sample, Segment
 
 PROTOCOL = "verify-tokenize/1"
 PROTOCOL_FAMILY = "verify-tokenize/"
+MAX_REQUEST_ID = 2**53  # ids stay exact in every JSON reader (JavaScript's numbers too)
 
 
 class EngineProcessError(RuntimeError):
@@ -107,7 +113,6 @@ class SubprocessEngine(Adapter):
         self.max_restarts = int(self._float_option("max_restarts", 20, minimum=0))
         self.restarts = 0
         self._lock = threading.RLock()
-        self._next_id = 0
         self._child: ChildProcess | None = None
         self._dead_reason: str | None = None
         self.handshake: dict[str, Any] = {}
@@ -143,7 +148,7 @@ class SubprocessEngine(Adapter):
             if protocol != PROTOCOL:
                 raise ValueError(f"speaks {protocol!r}; this harness speaks {PROTOCOL!r}")
             caps = _capabilities_from(msg.get("capabilities"))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             self._fail(child, f"sent a bad handshake ({exc}): {_excerpt(line)}")
         if self.handshake and caps != _capabilities_from(self.handshake["capabilities"]):
             self._fail(child, "declared different capabilities after a restart")
@@ -172,7 +177,23 @@ class SubprocessEngine(Adapter):
             status = child.exit_status()
             how = "closed its stdout" if status is None else f"exited with status {status}"
             self._fail(child, f"{how} while the harness waited for {waiting_for}")
+        if isinstance(line, TooLong):
+            self._fail(child, f"wrote a line of {line.size:,} bytes, over the limit of {MAX_ANSWER_LINE_BYTES:,}, "
+                              f"while the harness waited for {waiting_for}")
         return line
+
+    def _unasked(self, child: ChildProcess) -> None:
+        """A line waiting before a request is sent was asked for by nobody (a second answer to an
+        earlier request): a protocol error, never taken as the answer to the next one."""
+        try:
+            line = child.lines.get_nowait()
+        except queue.Empty:
+            return
+        if line is EOF:
+            child.lines.put(EOF)  # the child is gone: the request says so
+            return
+        shown = f"a line of {line.size:,} bytes" if isinstance(line, TooLong) else _excerpt(line)
+        self._fail(child, f"wrote a line when no request was outstanding (a second answer?): {shown}")
 
     def _live_child(self) -> ChildProcess:
         if self._child is not None:
@@ -203,8 +224,8 @@ class SubprocessEngine(Adapter):
     def _request(self, body: dict[str, Any], answer_key: str) -> list:
         with self._lock:
             child = self._live_child()
-            self._next_id += 1
-            rid = self._next_id
+            self._unasked(child)
+            rid = secrets.randbelow(MAX_REQUEST_ID)
             line = json.dumps({"id": rid, **body}, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
             try:
                 child.send(line)
@@ -214,7 +235,7 @@ class SubprocessEngine(Adapter):
             reply = self._read_line(child, self.timeout, f"the answer to request {rid}")
             try:
                 msg = json.loads(reply)
-            except ValueError:
+            except (ValueError, RecursionError):
                 msg = None
             if not isinstance(msg, dict) or "id" not in msg:
                 self._fail(child, f"wrote a line that is not a protocol message: {_excerpt(reply)}")

@@ -10,8 +10,11 @@ responsible: each gets a ``crash`` or ``timeout`` failure, every other sample it
 An engine whose worker *dies* while loading (killed, out of memory) is started again,
 ``ENGINE_START_ATTEMPTS`` times in all; one that never comes up is a finding for that
 engine -- every sample sent to it is a ``crash`` failure (``EngineDidNotStart``), never
-verified -- and the run goes on with the others. An engine that *refuses* to load (a
-bad spec, a missing vocabulary, its constructor raised) is configuration: ``EngineLoadError``.
+verified -- and the run goes on with the others. So is one that hangs while loading: its
+constructor has ``start_timeout_s`` (``--load-timeout``), the probe calls made once it is
+built (its fingerprint) ``timeout_s`` (``--timeout``); a hang is not tried again. An engine
+that *refuses* to load (a bad spec, a missing vocabulary, its constructor raised) is
+configuration: ``EngineLoadError``.
 
 Every child process of a run ends with it (``Lifeline``): the engine worker leads its
 own process group, so killing it takes whatever the engine started with it. Its stderr goes
@@ -33,16 +36,18 @@ import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.errors import VerifyError
+from verify.limits import MAX_SECONDS
 from verify.executors.base import ExecutorBase
 from verify.executors.fresh import FreshReplayers
 from verify.executors.lifeline import Lifeline, kill_tree, process_gone
+from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S, UNSTARTED, did_not_start, unstarted_identity
 from verify.executors.threads import pin_threads
 from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
 from verify.outcome import Failure, Outcome
 from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
-MAX_TIMEOUT_S = 10**6  # about 11 days: a wait in milliseconds (poll) overflows at 24.8 days
+MAX_TIMEOUT_S = MAX_SECONDS  # about 11 days: a wait in milliseconds (poll) overflows at 24.8 days
 MAX_MEMORY_MB = 2**30  # a petabyte: setrlimit's bytes overflow near 2**44 MB
 STDERR_TAIL = 2000
 STDERR_PREFIX = "verify-worker-"  # an engine worker's stderr: verify-worker-PID-*.stderr, PID its executor's
@@ -63,6 +68,7 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
 
     try:
         executor = LocalExecutor(build_engine(spec))
+        conn.send(("built",))  # the load deadline is met; the probes (identity) have the call deadline
         conn.send(("ready", executor.capabilities, executor.identity()))
     except BaseException as exc:  # report why the engine could not load, then exit
         conn.send(("load-failed", type(exc).__name__, str(exc), isinstance(exc, VerifyError)))
@@ -88,15 +94,11 @@ class EngineLoadError(VerifyError):
 
 
 class _DiedWhileLoading(Exception):
-    """The engine's worker died (or hung) before saying whether the engine loaded."""
+    """The engine's worker died (or hung: ``hung``) before saying whether the engine loaded."""
 
-
-UNSTARTED = Capabilities(special_tokens=True)  # an engine that never started is sent every sample
-
-
-def _unstarted_identity(spec: str) -> EngineIdentity:
-    return EngineIdentity(spec, spec.partition(":")[0], package=None, package_version=None, vocab=None,
-                          vocab_sha256=None, options={"did_not_start": True})
+    def __init__(self, why: str, hung: bool = False):
+        super().__init__(why)
+        self.hung = hung
 
 
 @functools.cache
@@ -111,7 +113,7 @@ def _remove_orphaned_stderr() -> None:
 
 class IsolatedExecutor(ExecutorBase):
     def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
-                 threads: int | None = None, start_timeout_s: float = 600.0):
+                 threads: int | None = None, start_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S):
         self.spec = spec
         self.timeout_s = timeout_s
         self.memory_limit_mb = memory_limit_mb
@@ -150,8 +152,8 @@ class IsolatedExecutor(ExecutorBase):
                 return
             except _DiedWhileLoading as exc:
                 why = str(exc)
-                if "did not start within" in why:
-                    break  # a hang while loading is not tried again: each try takes start_timeout_s
+                if exc.hung:
+                    break  # a hang while loading is not tried again: each try takes a whole deadline
                 if attempt < ENGINE_START_ATTEMPTS:
                     self.restarts += 1
             except EngineLoadError as exc:
@@ -159,10 +161,9 @@ class IsolatedExecutor(ExecutorBase):
                     raise
                 why = str(exc)
                 break
-        tries = f", {attempt} times" if attempt > 1 else ""
-        self._unstarted = f"engine '{self.spec}' did not start{tries} ({why}): no sample reached it"
+        self._unstarted = did_not_start(self.spec, why, attempt)
         if first:
-            self.capabilities, self._identity = UNSTARTED, _unstarted_identity(self.spec)
+            self.capabilities, self._identity = UNSTARTED, unstarted_identity(self.spec)
 
     def _start(self) -> None:
         parent, child = self._ctx.Pipe()
@@ -172,21 +173,29 @@ class IsolatedExecutor(ExecutorBase):
         self._proc.start()
         child.close()
         self._conn = parent
-        if not self._conn.poll(self.start_timeout_s):
-            self._kill()
-            raise _DiedWhileLoading(f"it did not start within {self.start_timeout_s:.0f} s")
-        try:
-            message = self._conn.recv()
-        except (EOFError, OSError):
-            why = self._death()
-            self._kill()
-            raise _DiedWhileLoading(f"its worker died while loading: {why}") from None
+        message = self._loading_message(self.start_timeout_s, "it did not load within {:g} s (--load-timeout)")
+        if message[0] == "built":
+            message = self._loading_message(self.timeout_s, "its probe calls (the fingerprint) did not answer "
+                                                            "within {:g} s (--timeout)")
         if message[0] == "load-failed":
             _, kind, text, expected = message
             self._proc.join(5)
             self._kill()
             raise EngineLoadError(text if expected else f"engine '{self.spec}' failed to load: {kind}: {text}")
         _, self.capabilities, self._identity = message
+
+    def _loading_message(self, seconds: float, hang: str):
+        """The worker's next word while it loads, within ``seconds``; its death or its hang
+        (``hang``, formatted with the seconds) is ``_DiedWhileLoading``."""
+        if not self._conn.poll(seconds):
+            self._kill()
+            raise _DiedWhileLoading(hang.format(seconds), hung=True)
+        try:
+            return self._conn.recv()
+        except (EOFError, OSError):
+            why = self._death()
+            self._kill()
+            raise _DiedWhileLoading(f"its worker died while loading: {why}") from None
 
     def _kill(self) -> None:
         kill_tree(self._proc)  # the worker leads its own process group: what the engine started goes too

@@ -20,6 +20,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from verify import reaper
+
 LIFELINE_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -39,10 +41,13 @@ class Lifeline:
 
     @classmethod
     def here(cls) -> Lifeline:
+        reaper.guard()  # the command's sweeper runs before its first child does
         return cls(os.getpid(), threading.current_thread() is threading.main_thread())
 
     def hold(self, own_group: bool = False) -> None:
-        """``own_group``: this child leads a process group of its own, which ends with it."""
+        """``own_group``: this child leads a process group of its own, which ends with it. The
+        child is a subreaper: what its engines start and orphan stays below it (``kill_tree``)."""
+        reaper.become_subreaper()
         if own_group:
             with contextlib.suppress(OSError):
                 os.setpgid(0, 0)
@@ -70,7 +75,8 @@ def _parent_death_signal(sig: int) -> None:
 
 
 def _end_now() -> None:
-    """The parent is gone: end this process, with its process group when it leads one."""
+    """The parent is gone: end this process, with what it started and its process group."""
+    reaper.kill_descendants(os.getpid())
     if os.getpgid(0) == os.getpid():
         os.killpg(0, signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
@@ -89,9 +95,12 @@ def process_gone(pid: int) -> bool:
 
 def kill_tree(proc) -> None:
     """Kill a child process started with a ``Lifeline`` (``proc``: a multiprocessing Process),
-    with its process group when it leads one (what an engine started goes with it)."""
+    with every process below it (what an engine started, also in a session of its own) and its
+    process group when it leads one."""
     if proc.pid is None:
         return
+    if proc.is_alive():
+        reaper.kill_descendants(proc.pid)
     with contextlib.suppress(OSError):
         if os.getpgid(proc.pid) == proc.pid:
             os.killpg(proc.pid, signal.SIGKILL)

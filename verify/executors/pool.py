@@ -1,7 +1,7 @@
 """The engine pool: how every command starts its engines, with the same options.
 
 ``EngineOptions`` holds what means the same in every command (isolation, the
-hang timeout, the memory limit, thread pinning); ``EnginePool`` starts
+hang timeout, the load timeout, the memory limit, thread pinning); ``EnginePool`` starts
 executors from specs with them, remembers engines that could not load (and
 why), and collects identities and run notes when the work is done. Thread
 pinning is for CPU engines: an engine the pool knows to run on a device
@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from verify.errors import VerifyError
 from verify.executors.base import Executor
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
+from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S
 from verify.executors.threads import pin_threads
 
 
@@ -25,6 +26,7 @@ class EngineOptions:
     timeout_s: float = DEFAULT_TIMEOUT_S  # an engine call that takes longer is a hang (isolated only)
     memory_limit_mb: int | None = None  # address-space limit per engine worker (isolated only)
     threads: int | None = None  # threads each engine's own pool may use; None = its default
+    load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S  # building an engine that takes longer is a hang
 
     def with_(self, **changes) -> "EngineOptions":
         return replace(self, **changes)
@@ -35,25 +37,34 @@ class EngineOptions:
 
     def as_dict(self) -> dict[str, Any]:
         return {"isolate": self.isolate, "timeout_s": self.timeout_s, "memory_limit_mb": self.memory_limit_mb,
-                "threads": self.threads}
+                "threads": self.threads, "load_timeout_s": self.load_timeout_s}
 
 
 def start_executor(spec: str, options: EngineOptions) -> Executor:
-    """One executor for ``spec``; raises a ``VerifyError`` when the engine cannot load."""
+    """One executor for ``spec``; raises a ``VerifyError`` when the engine cannot load. One that
+    misses a load deadline is an unstarted engine (``verify.executors.loading``)."""
     if options.isolate:
         from verify.executors.isolated import IsolatedExecutor
 
         return IsolatedExecutor(spec, timeout_s=options.timeout_s, memory_limit_mb=options.memory_limit_mb,
-                                threads=options.threads)
+                                threads=options.threads, start_timeout_s=options.load_timeout_s)
     from verify.engines import build_engine
+    from verify.executors.isolated import EngineLoadError
+    from verify.executors.loading import LoadTimedOut, UnstartedExecutor, deadline, did_not_start
     from verify.executors.local import LocalExecutor
 
-    from verify.errors import VerifyError
-    from verify.executors.isolated import EngineLoadError
-
     pin_threads(options.threads)
+    engine = None
     try:
-        engine = build_engine(spec)
+        with deadline(options.load_timeout_s, f"it did not load within {options.load_timeout_s:g} s (--load-timeout)"):
+            engine = build_engine(spec)
+        with deadline(options.timeout_s, f"its probe calls (the fingerprint) did not answer within "
+                                         f"{options.timeout_s:g} s (--timeout)"):
+            engine.identity()  # computed once, kept: the run's identities read it again
+    except LoadTimedOut as exc:
+        if engine is not None:
+            engine.close()
+        return UnstartedExecutor(spec, did_not_start(spec, str(exc)))
     except VerifyError:
         raise
     except Exception as exc:  # the engine's own code raised while loading: its problem, not ours

@@ -364,7 +364,9 @@ class ProcessShards:
             except (BrokenPipeError, OSError):
                 pass
         for worker in self._workers:
-            worker.proc.join(10 if worker.ready else 0)  # one still starting its engines is not waited for
+            # one still starting its engines, or busy with a shard (Ctrl-C, an error: its result would not be
+            # committed), is not waited for
+            worker.proc.join(10 if worker.ready and not worker.tasks else 0)
             if worker.proc.is_alive():
                 kill_tree(worker.proc)
                 worker.proc.join(5)

@@ -68,8 +68,10 @@ class CheckRun:
 # --- helpers ---------------------------------------------------------------------------
 
 def manifest_of(out: Path) -> dict[str, Any]:
+    from verify import jsonl
+
     path = out / "manifest.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return jsonl.load(path) if path.is_file() else {}
 
 
 def _hunt_notes(manifest: dict[str, Any]) -> list[str]:
@@ -150,5 +152,8 @@ def load_run(out: Path) -> CheckRun | None:
     path = out / RESULT_FILE
     if not path.is_file():
         return None
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return CheckRun.from_json(doc) if doc.get("schema") == RESULT_SCHEMA else None
+    try:  # a result changed since (not JSON, of the wrong shape) is not kept: the check runs again
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return CheckRun.from_json(doc) if isinstance(doc, dict) and doc.get("schema") == RESULT_SCHEMA else None
+    except (OSError, ValueError, TypeError, RecursionError):
+        return None

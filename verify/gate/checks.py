@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 
-from verify.errors import VerifyError, disk_full
+from verify.errors import VerifyError, storage_error
 from verify.gate.check_run import (RESULT_FILE, RESULT_SCHEMA, CheckContext, CheckRun, load_run,  # noqa: F401
                                    one_line, save_run)
 from verify.gate.kinds import KINDS
@@ -30,8 +30,8 @@ def run_check(ctx: CheckContext) -> CheckRun:
         run.state, run.error_class = "error", "config"
         run.notes.append(one_line(str(exc)))
     except Exception as exc:  # a bug in verify itself, unless the disk is full
-        full = disk_full(exc)
-        if full is not None:  # the user's to fix, as a configuration error is
+        full = storage_error(exc)
+        if full is not None:  # the user's to fix (full, read-only, no permission), as a configuration error is
             run.state, run.error_class = "error", "config"
             run.notes.append(one_line(str(full)))
         elif os.environ.get("VERIFY_DEBUG"):

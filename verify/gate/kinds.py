@@ -24,9 +24,23 @@ from typing import Any, Callable
 from verify.errors import ConfigError
 from verify.gate import collect
 from verify.gate.check_run import CheckContext, CheckRun, fresh_folder, tally
-from verify.toml_config import NON_NEGATIVE, POSITIVE, boolean, choices, fraction, integer, seconds, text, texts
+from verify.toml_config import POSITIVE, SEED, boolean, choices, fraction, integer, seconds, text, texts
 
 Validator = Callable[[Any, str], Any]
+
+
+def _cli_bounds() -> dict[str, Validator]:
+    """The checks of the options whose bounds live with their hunts -- the very bounds the command
+    line enforces (``--max-examples``, ``--pairs``, ``--max-chars``), so a suite is refused before
+    any check runs for what the command would refuse when the check starts."""
+    from verify.adversarial.fuzz.hunt import MAX_EXAMPLES
+    from verify.adversarial.length.hunt import MAX_CHARS
+    from verify.adversarial.vocab.hunt import MAX_PAIRS
+
+    return {"examples": integer(1, MAX_EXAMPLES), "pairs": integer(0, MAX_PAIRS), "max_chars": integer(2, MAX_CHARS)}
+
+
+BOUNDS = _cli_bounds()
 
 
 @dataclass(frozen=True)
@@ -75,7 +89,8 @@ def _pipeline(ctx: CheckContext, run: CheckRun, corpora: list[str], traces: list
         id_field=o.get("id_field"),
         limit=o.get("limit"), batch_size=o.get("batch_size"), sample_rate=o.get("sample"),
         sample_seed=o.get("seed"), isolate=not suite.in_process, timeout_s=suite.timeout_s,
-        memory_limit_mb=suite.memory_limit_mb, workers=suite.workers, progress=False,
+        memory_limit_mb=suite.memory_limit_mb, load_timeout_s=suite.load_timeout_s, workers=suite.workers,
+        progress=False,
         minimize_budget_s=ctx.spec.minimize_budget, resume=resume, argv=ctx.argv))
     if resume:
         run.notes.append("resumed: only shards not committed before ran")
@@ -233,19 +248,19 @@ def _metamorphic_checks(options: dict[str, Any], at: str) -> None:
 
 
 KINDS: dict[str, CheckKind] = {k.name: k for k in [
-    CheckKind("corpus", {"corpus": texts, "sample": fraction, "seed": NON_NEGATIVE, "limit": POSITIVE,
+    CheckKind("corpus", {"corpus": texts, "sample": fraction, "seed": SEED, "limit": POSITIVE,
                          "text_field": text, "id_field": text, "batch_size": POSITIVE},
               run_corpus, required=("corpus",), validate=_corpus_seed),
     CheckKind("replay", {"traces": texts, "format": text, "template": text, "limit": POSITIVE}, run_replay,
               required=("traces",)),
-    CheckKind("fuzz", {"examples": POSITIVE, "seconds": seconds(True), "seed": NON_NEGATIVE,
+    CheckKind("fuzz", {"examples": BOUNDS["examples"], "seconds": seconds(True), "seed": SEED,
                        "max_findings": POSITIVE, "stress": boolean, "database": text},
               run_fuzz, paths=frozenset({"database"})),
     CheckKind("unicode", {"range": code_point_range, "full": boolean}, run_unicode, validate=_unicode_range),
-    CheckKind("vocab", {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": NON_NEGATIVE,
-                        "seed": NON_NEGATIVE, "max_findings": POSITIVE}, run_vocab),
+    CheckKind("vocab", {"limit": POSITIVE, "parts": choices("tokens", "pairs", "special"), "pairs": BOUNDS["pairs"],
+                        "seed": SEED, "max_findings": POSITIVE}, run_vocab),
     CheckKind("recheck", {"cases": text, "allow_unavailable": boolean}, run_recheck, paths=frozenset({"cases"})),
-    CheckKind("length", {"max_chars": integer(2), "kinds": choices("run", "block", "separator", "token", "special"),
+    CheckKind("length", {"max_chars": BOUNDS["max_chars"], "kinds": choices("run", "block", "separator", "token", "special"),
                          "families": texts}, run_length),
     CheckKind("metamorphic", {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
                               "stress_seconds": seconds(True)}, run_metamorphic, validate=_metamorphic_checks),

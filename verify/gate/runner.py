@@ -28,8 +28,9 @@ from verify.errors import UsageError
 from verify.gate.checks import CheckContext, CheckRun, load_run, run_check, save_run
 from verify.gate.suite import Suite, load_suite
 from verify.gate.verdict import evaluate, load_baseline
+from verify.rundir.lock import out_lock
 from verify.rundir.paths import folder_to_write
-from verify import atomic
+from verify import atomic, jsonl
 
 SUITE_FILE = "suite.json"
 GATE_FILE = "gate.json"
@@ -51,7 +52,7 @@ def _prepare_out(out: Path, suite: Suite, resume: bool) -> None:
     if resume:
         if not saved.is_file():
             raise UsageError(f"--resume {out}: no gate was started there (no {SUITE_FILE})")
-        doc = json.loads(saved.read_text(encoding="utf-8"))
+        doc = jsonl.load(saved)
         if doc.get("digest") != suite.digest():
             raise UsageError(f"--resume {out}: the suite's engines or checks changed since that gate started "
                              f"({doc.get('path')}); run it into a new --out")
@@ -93,16 +94,24 @@ def _line(check: dict[str, Any], clusters: list[dict[str, Any]]) -> str:
 
 def run_gate(suite_path: Path, out: Path, baseline: Path | None = None, resume: bool = False,
              argv: list[str] | tuple = ()) -> GateResult:
-    from verify import __version__
     from verify.allowlist import load_allowlist
-    from verify.reports.junit import write_junit
-    from verify.rundir.manifest import iso
 
     started = time.time()
     suite = load_suite(Path(suite_path))
     allowlist = load_allowlist(suite.allowlist) if suite.allowlist else None
     previous = load_baseline(baseline) if baseline is not None else None
     out = Path(out)
+    folder_to_write(out, "--out")
+    with out_lock(out):  # one gate per OUT at a time
+        return _run_locked(suite, suite_path, out, allowlist, previous, resume, argv, started)
+
+
+def _run_locked(suite: Suite, suite_path: Path, out: Path, allowlist, previous, resume: bool, argv,
+                started: float) -> GateResult:
+    from verify import __version__
+    from verify.reports.junit import write_junit
+    from verify.rundir.manifest import iso
+
     _prepare_out(out, suite, resume)
     runs: list[CheckRun] = []
     for spec in suite.checks:

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from verify.errors import ConfigError
 from verify.executors.isolated import MAX_MEMORY_MB, MAX_TIMEOUT_S
+from verify.limits import MAX_SECONDS
 from verify.executors.workers import MAX_WORKERS
 from verify.gate.kinds import KINDS
 from verify.toml_config import (boolean, checked, integer, read_toml,
@@ -36,7 +37,7 @@ DEFAULT_MINIMIZE_BUDGET_S = 30.0
 GATE_KEYS: dict[str, Callable] = {
     "name": text, "description": text, "reference": text, "candidates": texts, "allowlist": text,
     "workers": integer(1, MAX_WORKERS), "in_process": boolean, "timeout": seconds(True, MAX_TIMEOUT_S),
-    "memory_limit_mb": integer(64, MAX_MEMORY_MB),
+    "load_timeout": seconds(True, MAX_SECONDS), "memory_limit_mb": integer(64, MAX_MEMORY_MB),
     "minimize_budget": seconds(False), "fail_on_skip": boolean,
 }
 COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),
@@ -70,6 +71,7 @@ class Suite:
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
     fail_on_skip: bool = False
+    load_timeout_s: float | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def digest(self) -> str:
@@ -84,8 +86,9 @@ class Suite:
         from verify.executors.isolated import DEFAULT_TIMEOUT_S
         from verify.executors.pool import EngineOptions
 
+        loading = {"load_timeout_s": self.load_timeout_s} if self.load_timeout_s else {}
         return EngineOptions(isolate=not self.in_process, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
-                             memory_limit_mb=self.memory_limit_mb)
+                             memory_limit_mb=self.memory_limit_mb, **loading)
 
 
 def _resolve(folder: Path, value: str) -> str:
@@ -173,7 +176,8 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
                  allowlist=allowlist_path, description=settings.get("description", ""),
                  workers=settings.get("workers", 1), in_process=settings.get("in_process", False),
                  timeout_s=settings.get("timeout"), memory_limit_mb=settings.get("memory_limit_mb"),
-                 fail_on_skip=settings.get("fail_on_skip", False), raw=doc)
+                 fail_on_skip=settings.get("fail_on_skip", False), load_timeout_s=settings.get("load_timeout"),
+                 raw=doc)
 
 
 def load_suite(path: Path) -> Suite:

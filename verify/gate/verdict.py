@@ -72,7 +72,7 @@ def load_baseline(previous: Path) -> dict[str, Any]:
     path = Path(previous) / "gate.json"
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"--baseline {previous}: no readable gate.json ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != GATE_SCHEMA:
         raise ConfigError(f"--baseline {previous}: gate.json is not a {GATE_SCHEMA} document")

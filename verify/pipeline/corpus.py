@@ -47,11 +47,13 @@ class RunOptions:
     isolate: bool = True
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
+    load_timeout_s: float | None = None  # None: loading.DEFAULT_LOAD_TIMEOUT_S
     workers: int = 1
     executor: str = "local"  # local | ray
     ray: RayOptions | None = None
     corpus_root: str | None = None  # where named corpora with a root (nemotron-cc) live
     where: dict[str, str] = field(default_factory=dict)  # partition filters (--where quality=high)
+    follow_symlinks: bool = False  # a corpus folder's symlinks out of it are read (else skipped and counted)
     ledger: str | None = None  # --ledger DIR or URL: the reference's ids by input key
     ledger_audit: float | None = None  # --ledger-audit RATE: hits re-encoded (None: ledger.DEFAULT_AUDIT_RATE)
     ledger_audit_seed: int | None = None  # which hits: drawn per run when it is planned (saved, so resumes agree)
@@ -72,11 +74,14 @@ class RunOptions:
                 "trace_template": self.trace_template,
                 # the audit changes results (a forged entry it picks is an error, not verified)
                 "ledger_audit": DEFAULT_AUDIT_RATE if self.ledger_audit is None else self.ledger_audit,
-                "ledger_audit_seed": self.ledger_audit_seed or 0}
+                "ledger_audit_seed": self.ledger_audit_seed or 0,
+                # which files a folder holds; absent when off, so runs planned before it resume alike
+                **({"follow_symlinks": True} if self.follow_symlinks else {})}
 
     def engine_options(self) -> EngineOptions:
+        loading = {"load_timeout_s": self.load_timeout_s} if self.load_timeout_s else {}
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
-                             memory_limit_mb=self.memory_limit_mb)
+                             memory_limit_mb=self.memory_limit_mb, **loading)
 
     def job(self) -> JobOptions:
         return JobOptions(out=Path(self.out), engine=self.engine_options(), workers=self.workers,
@@ -105,7 +110,7 @@ def build_plan(opts: RunOptions) -> HuntPlan:
     sources, shards = [], []
     for corpus in opts.corpora:
         source = open_corpus(corpus, options["text_field"], options["id_field"], root=opts.corpus_root,
-                             where=opts.where)
+                             where=opts.where, follow_symlinks=opts.follow_symlinks)
         listed = source.shards()
         if opts.sample_rate is not None:
             listed = [replace(s, sample_rate=opts.sample_rate, sample_seed=options["sample_seed"]) for s in listed]
@@ -143,6 +148,7 @@ class CorpusHunt(Hunt):
                 setattr(opts, name, saved.options.get(name))
         if not opts.where:
             opts.where = dict(saved.options.get("where") or {})
+        opts.follow_symlinks = opts.follow_symlinks or bool(saved.options.get("follow_symlinks"))
 
     def empty(self, totals) -> str | None:
         if totals.samples == 0 and totals.bad_records == 0:

@@ -44,6 +44,7 @@ class RunResult:
     complete: bool
     interrupted: bool = False
     empty: str | None = None  # why a run that looked at nothing is a mistake (the hunt's words)
+    interruption: BaseException | None = None  # the KeyboardInterrupt (or SIGTERM's Terminated) that stopped it
 
 
 def prepare_out(out: Path, resume: bool) -> RunPlan | None:
@@ -150,6 +151,7 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
     totals = store.totals(markers)
     committed = len(markers)
     interrupted = False
+    interruption: BaseException | None = None
     ledger_stats: dict[str, int] = {}
     last_manifest = [0.0]
 
@@ -179,8 +181,8 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
         live_manifest(force=True)
         try:
             runner.run(pending, on_result, store.mark_started)
-        except KeyboardInterrupt:
-            interrupted = True
+        except KeyboardInterrupt as exc:
+            interrupted, interruption = True, exc
         notes = runner.notes() if not interrupted else {}
         status.write("interrupted" if interrupted else "complete" if committed == len(plan.shards) else "incomplete")
     failed = [{"index": f.index, "shard": f.shard_id, "reason": f.reason} for f in runner.failures]
@@ -190,7 +192,7 @@ def _run_shards(hunt: Hunt, job: JobOptions, plan: RunPlan, runner, resumed: boo
                          **({"ledger": {"root": job.ledger, **ledger_stats}} if ledger is not None else {})})
     manifest = finalise(out, hunt, plan)
     empty = hunt.empty(totals) if not interrupted and not failed else None
-    return RunResult(totals, out, manifest, manifest["complete"], interrupted, empty)
+    return RunResult(totals, out, manifest, manifest["complete"], interrupted, empty, interruption)
 
 
 def finalise(out: Path, hunt: Hunt | None = None, plan: RunPlan | None = None) -> dict[str, Any]:

@@ -274,7 +274,7 @@ def load_gate(out: Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise UsageError(f"{path}: not readable as JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: not a verify.gate/1 object")

@@ -19,7 +19,6 @@ from its stored input, the same function triage uses.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,11 +139,30 @@ def _session_row(record: dict[str, Any], line: dict[str, Any] | None) -> dict[st
             "cluster": (line or {}).get("cluster") or MISSING}
 
 
+# manifest.json's fields the reports read, and the type each must have when present
+MANIFEST_SHAPE = {"counts": dict, "candidates": list, "sources": list, "engine_notes": dict, "shards": dict,
+                  "attempts": list, "reference": (dict, type(None)), "complete": bool, "interrupted": bool,
+                  "started": (str, type(None)), "finished": (str, type(None)), "command": list}
+
+
 def _load_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: unreadable ({exc})") from None
+    """A committed manifest: a JSON object whose fields the reports read have their types (else
+    one line naming the file, exit 2 -- never a crash half way through rendering)."""
+    from verify import jsonl
+    from verify.errors import CorruptFileError
+
+    doc = jsonl.load(path)
+    for name, kind in MANIFEST_SHAPE.items():
+        if name in doc and not isinstance(doc[name], kind):
+            raise CorruptFileError(f"{path}: '{name}' is a {type(doc[name]).__name__}, not what verify writes there "
+                                   "(changed since?)")
+    for name in ("candidates", "sources"):
+        if any(not isinstance(item, dict) for item in doc.get(name) or []):
+            raise CorruptFileError(f"{path}: '{name}' holds something other than objects (changed since?)")
+    counts = doc.get("counts") or {}
+    if any(not isinstance(v, (int, float, dict)) or isinstance(v, bool) for v in counts.values()):
+        raise CorruptFileError(f"{path}: 'counts' holds something other than numbers (changed since?)")
+    return doc
 
 
 def _input_of(record: dict[str, Any], out: Path):

@@ -38,7 +38,7 @@ def read_attempts(out: Path) -> list[dict[str, Any]]:
     for text in lines:
         try:
             entry = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a torn line; nested past the parser
             continue
         if isinstance(entry, dict) and isinstance(entry.get("attempt"), int):
             merged.setdefault(entry["attempt"], {}).update(entry)

@@ -92,13 +92,18 @@ def write_hunt(out_dir: Path, sections: dict[str, Any]) -> Path:
 
 
 def read_hunt(out_dir: Path) -> dict[str, Any]:
+    from verify import jsonl
+    from verify.errors import CorruptFileError
+
     path = Path(out_dir) / HUNT_FILE
     if not path.is_file():
         return {}
-    import json
-
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    return dict(doc.get("manifest") or {}) if doc.get("schema") == HUNT_SCHEMA else {}
+    doc = jsonl.load(path)
+    if doc.get("schema") != HUNT_SCHEMA:
+        return {}
+    if not isinstance(doc.get("manifest") or {}, dict):
+        raise CorruptFileError(f"{path}: 'manifest' is not an object: not a file verify wrote (changed since?)")
+    return dict(doc.get("manifest") or {})
 
 
 def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:

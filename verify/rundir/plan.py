@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.corpora.shards import Shard
-from verify.errors import UsageError
+from verify.errors import CorruptFileError, UsageError, one_line
 from verify.keys import KEYS_VERSION, engine_key
 from verify import atomic
 
@@ -76,12 +76,21 @@ def load_plan(out: Path) -> RunPlan:
         raise UsageError(f"--resume {out}: no {PLAN_FILE} there (not a verify run directory, or it never started)")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--resume {out}: unreadable {PLAN_FILE} ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise CorruptFileError(f"--resume {out}: unreadable {PLAN_FILE} ({one_line(str(exc)) or 'nested too deeply'})"
+                               ) from None
+    if not isinstance(doc, dict):
+        raise CorruptFileError(f"--resume {out}: {PLAN_FILE} is not a verify plan (a JSON {type(doc).__name__})")
     if doc.get("schema") != SCHEMA or doc.get("keys_version") != KEYS_VERSION:
         raise UsageError(f"--resume {out}: the run was written by another harness version "
                          f"({doc.get('schema')}, keys {doc.get('keys_version')}); start a new run")
-    return RunPlan.from_json(doc)
+    try:
+        plan = RunPlan.from_json(doc)
+        [s.id for s in plan.shards]  # every shard descriptor is whole
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as exc:
+        raise CorruptFileError(f"--resume {out}: {PLAN_FILE} is not a verify plan ({type(exc).__name__}: "
+                               f"{one_line(str(exc))}): changed since the run started?") from None
+    return plan
 
 
 def check_same_run(saved: RunPlan, fresh: RunPlan, out: Path) -> None:

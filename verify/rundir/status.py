@@ -135,7 +135,7 @@ def read_heartbeats(folder: Path, done: set[str] = frozenset()) -> list[dict]:
     for path in paths:
         try:
             beat = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # replaced or removed while read
+        except (OSError, ValueError, RecursionError):  # replaced or removed while read
             continue
         shard = beat.get("shard") if isinstance(beat, dict) else None
         if not isinstance(shard, str) or shard in done:
@@ -271,8 +271,10 @@ class ProgressScope:
     an engine that does not load) removes what this made, so no half-made OUT is left."""
 
     def __init__(self, out: Path, total_shards: int, label: str):
+        from verify.rundir.lock import only_the_lock
+
         self.out = Path(out)
-        self.created = not self.out.exists()
+        self.created = not self.out.exists() or only_the_lock(self.out)  # (its lock made it)
         self.folder = progress_folder(self.out)
         self.folder.mkdir(parents=True, exist_ok=True)
         for stale in self.folder.glob("*.json"):  # an earlier attempt's: its workers are gone

@@ -33,6 +33,18 @@ SHARDS_DIR = "shards"
 STARTED_LOG = "started.log"
 
 
+def _is_marker(marker) -> bool:
+    """A marker whose fields the later stages read are of their types (else: not committed)."""
+    if not isinstance(marker, dict) or not isinstance(marker.get("findings"), int) or \
+            not isinstance(marker.get("counts"), dict):
+        return False
+    try:
+        Counts.from_dict(marker["counts"])
+    except (TypeError, ValueError, AttributeError):
+        return False
+    return True
+
+
 class ShardStore:
     def __init__(self, out: Path):
         self.out = Path(out)
@@ -82,9 +94,9 @@ class ShardStore:
                 continue
             try:
                 marker = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            except (OSError, ValueError, RecursionError):
                 continue  # cannot happen with atomic renames; treat as not committed
-            if marker.get("schema") == SHARD_SCHEMA and marker.get("shard_id") == shard_id:
+            if _is_marker(marker) and marker.get("schema") == SHARD_SCHEMA and marker.get("shard_id") == shard_id:
                 done[index] = marker
         return done
 
@@ -109,7 +121,7 @@ class ShardStore:
         """``(index, extra)`` of every committed shard that has hunt data, in plan order."""
         for index in sorted(markers):
             if markers[index].get("extra"):
-                yield index, json.loads(self._extra(index).read_text(encoding="utf-8"))
+                yield index, jsonl.load(self._extra(index))
 
     def merge(self, markers: dict[int, dict[str, Any]], path: Path,
               keep: Callable[[dict[str, Any]], bool] | None = None) -> int:
@@ -121,12 +133,14 @@ class ShardStore:
             nonlocal n
             for index in sorted(markers):
                 if markers[index]["findings"]:
-                    with open(self._findings(index), encoding="utf-8") as fh:
-                        for line in fh:
-                            if keep is not None and not keep(json.loads(line)):
+                    part = self._findings(index)
+                    with open(part, "rb") as fh:  # lines end at b"\n" only, as jsonl.read splits them
+                        for number, raw in enumerate(fh, 1):
+                            record = jsonl.loads(raw, f"{part}:{number}")  # checked, whether kept or not
+                            if keep is not None and not keep(record):
                                 continue
                             n += 1
-                            yield line
+                            yield raw.decode("utf-8")
 
         atomic.write_lines(path, lines())
         return n

@@ -351,15 +351,15 @@ def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book
 
 def rules_of(params: dict[str, Any]) -> tuple:
     """The allowlist and the known tag rules saved in the plan."""
-    import re
-
     from verify.allowlist import Allowlist, parse_allowlist
     from verify.classify import TagRule
+    from verify.user_regex import compile_user
 
     rows = [{name: rule[name] for name in ("engine", "key", "cluster", "reason", "link") if rule.get(name) is not None}
             for rule in (params.get("allowlist") or {}).get("rules", [])]
     allowlist = parse_allowlist({"allow": rows}, "the run's allowlist") if rows else Allowlist()
-    tags = [TagRule(re.compile(r["engine"]), re.compile(r["signature"]), r["tag"], r.get("link"), True)
+    tags = [TagRule(compile_user(r["engine"], "the run's tags", "engine"),
+                    compile_user(r["signature"], "the run's tags", "signature"), r["tag"], r.get("link"), True)
             for r in params.get("tags", [])]
     return allowlist, tags
 
