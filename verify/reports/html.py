@@ -36,7 +36,8 @@ REPORT_FILE = "report.html"
 STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale",
                   "empty", "fixed", "not_rechecked", "unknown")
 MAX_GATE_ROWS = 200  # clusters listed per status on the gate page; the rest are counted
-IDENTITY_FIELDS = ("spec", "package", "package_version", "vocab", "vocab_sha256", "fingerprint")
+IDENTITY_FIELDS = ("spec", "name", "version", "package", "package_version", "vocab", "vocab_sha256", "fingerprint",
+                   "files_digest", "environment")
 
 
 def _finalize(value: Any) -> Any:
@@ -64,7 +65,12 @@ def content_security_policy(css: str) -> str:
 
 
 def _identity(e: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if not e else {k: (None if e.get(k) is None else str(e.get(k))) for k in IDENTITY_FIELDS}
+    def shown(key: str, value: Any) -> str:
+        if key == "environment" and isinstance(value, dict):  # the requirements it was made for
+            return ", ".join(value.get("requirements") or []) or str(value.get("python"))
+        return str(value)
+
+    return None if not e else {k: (None if e.get(k) is None else shown(k, e.get(k))) for k in IDENTITY_FIELDS}
 
 
 def _source(s: dict[str, Any]) -> dict[str, str]:
