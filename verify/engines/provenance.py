@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
 import sys
 from dataclasses import dataclass
@@ -34,20 +35,32 @@ class Provider:
     location: Path | None  # the module's folder (a package) or file
 
 
-def provider(module_name: str) -> Provider:
-    """The distribution that provides the imported module ``module_name`` (its top-level
-    package), its version, and the digest of the module's code files."""
+def provider(module_name: str, digest: bool = True) -> Provider:
+    """The distribution that provides the module ``module_name`` (its top-level package) as this
+    process imported it -- or, not imported yet, as it would be (nothing is imported) -- its
+    version, and (``digest``) the digest of the module's code files."""
     top = module_name.partition(".")[0]
     module = sys.modules.get(top)
-    if module is None:
-        try:
-            module = importlib.import_module(top)
-        except ImportError:
-            return Provider(None, None, None, None)
-    location = module_location(module)
+    location = module_location(module) if module is not None else _findable(top)
+    if location is None:
+        return Provider(None, None, None, None)
     dist = _distribution_holding(top, location)
     return Provider(dist.metadata["Name"] if dist else None, dist.version if dist else None,
-                    code_digest(location) if location else None, location)
+                    code_digest(location) if digest else None, location)
+
+
+def _findable(top: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.origin and spec.origin not in ("built-in", "frozen"):
+        path = Path(spec.origin).resolve()
+        return path.parent if path.name.startswith("__init__.") else path
+    locations = list(spec.submodule_search_locations or [])
+    return Path(locations[0]).resolve() if locations else None
 
 
 def module_location(module) -> Path | None:
