@@ -125,7 +125,7 @@ def _same_engine(a, b) -> bool:
 def choose_reference(facts: Facts) -> str:
     """The reference for the candidate's vocabulary: engines/reference.toml's first engine
     on it (then ``MORE_REFERENCES``), never the candidate's own adapter and options."""
-    from verify.config import named_engines, project_dir
+    from verify.config import declared, named_engines
     from verify.engines.registry import parse_spec
     from verify.toml_config import read_toml
     from verify.vocab.known import KNOWN_VOCABS
@@ -135,7 +135,7 @@ def choose_reference(facts: Facts) -> str:
                           f"with --reference SPEC (e.g. tiktoken:cl100k_base, hf:path/tokenizer.json)")
     mine = parse_spec(facts.spec)
     named = named_engines()
-    listed = list(read_toml(project_dir() / "engines" / "reference.toml", missing_ok=True).get("engine", {}))
+    listed = list(read_toml(declared("engines", "reference.toml"), missing_ok=True).get("engine", {}))
     for name in [*listed, *MORE_REFERENCES]:
         spec = named.get(name)
         if spec is not None and spec.target == facts.vocab and not _same_engine(spec, mine) \
@@ -152,10 +152,10 @@ def choose_reference(facts: Facts) -> str:
 def regression_cases(candidate: str) -> int:
     """How many cases of adversarial/regressions/ are recorded for exactly this engine."""
     from verify.adversarial.regressions.cases import load_cases
-    from verify.config import project_dir
+    from verify.config import declared
     from verify.engines.registry import parse_spec
 
-    folder = project_dir() / "adversarial" / "regressions"
+    folder = declared("adversarial", "regressions")
     if not folder.is_dir():
         return 0
     mine = parse_spec(candidate)

@@ -96,8 +96,19 @@ def token_at(window: dict | None, index: int | None) -> dict[str, str]:
     ids, pieces = window.get("ids") or [], window.get("pieces")
     tid = str(ids[at]) if 0 <= at < len(ids) else "(end)"
     # Pieces already spell undecodable bytes as \xNN (backslashreplace): keep their backslashes.
-    piece = reveal_invisible(str(pieces[at])) if pieces is not None and 0 <= at < len(pieces) else MISSING
+    piece = edges_shown(reveal_invisible(str(pieces[at]))) if pieces is not None and 0 <= at < len(pieces) \
+        else MISSING
     return {"id": tid, "piece": piece}
+
+
+def edges_shown(piece: str) -> str:
+    """A token's piece with spaces at either end as ``\x20``: a whitespace token is never an empty box."""
+    stripped = piece.strip(" ")
+    if stripped == piece:
+        return piece
+    lead = len(piece) - len(piece.lstrip(" "))
+    trail = len(piece) - len(piece.rstrip(" ")) if stripped else 0
+    return "\\x20" * lead + stripped + "\\x20" * trail
 
 
 def difference_view(*, token_index=None, byte_offset=None, expected=None, actual=None, error="", text="") -> dict:
