@@ -54,24 +54,20 @@ def environment():
 
     env = Environment(loader=PackageLoader("verify.reports", "templates"), autoescape=True, undefined=StrictUndefined,
                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
-    env.filters["breakable"] = breakable
+    env.filters["separated"] = separated
     env.globals["status_class"] = lambda s: s if s in STATUS_CLASSES else "other"
     env.globals["section_title"] = section_title
     return env
 
 
-BREAK_AFTER = re.compile(r"([/:|?&=+,])")
+BREAK_AFTER = re.compile(r"(?<=[/:|?&=+,])")
 
 
-def breakable(value: Any):
-    """An engine spec or a cluster key that wraps at its separators (``/``, ``:``, ``|``, ``?``,
-    ``&``, ``=``, ``+``, ``,``) and never inside a word: escaped, invisible characters revealed,
-    a ``<wbr>`` after each separator."""
-    from markupsafe import Markup, escape
-
-    text = reveal_invisible(str(value)) if value is not None else ""
-    return Markup("").join(escape(part) + (Markup("<wbr>") if BREAK_AFTER.fullmatch(part) else "")
-                           for part in BREAK_AFTER.split(text) if part)
+def separated(value: Any) -> list[str]:
+    """An engine spec or a cluster key in the pieces it may wrap between: after each ``/``, ``:``,
+    ``|``, ``?``, ``&``, ``=``, ``+`` and ``,``, never inside a word (``m.breakable`` puts a
+    ``<wbr>`` between them)."""
+    return [part for part in BREAK_AFTER.split("" if value is None else str(value)) if part]
 
 
 def content_security_policy(css: str) -> str:
