@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verify.commands.options import default_out
+from verify.commands.options import MAX_SECONDS, add_allow_skipped_option, default_out
 from verify.errors import UsageError
 
 INIT = "init"
 INIT_ONLY = ("candidate", "reference", "profile", "write", "force")
-RUN_ONLY = ("out", "baseline", "resume")
+RUN_ONLY = ("out", "baseline", "resume", "deadline", "allow_skipped")
 
 
 def add_parser(sub) -> None:
@@ -35,6 +35,10 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the gate in --out: finished checks keep their results, a cut-short corpus or "
                         "replay check continues its run; the allowlist is read again")
+    p.add_argument("--deadline", type=float, metavar="S",
+                   help="the whole gate in S seconds (the suite's [gate] deadline): a check it cuts, or leaves no "
+                        "time to start, fails and says so")
+    add_allow_skipped_option(p)
     init = p.add_argument_group("gate init")
     init.add_argument("--candidate", metavar="SPEC", help="init: the engine the suite gates")
     init.add_argument("--reference", metavar="SPEC",
@@ -65,8 +69,10 @@ def run(args) -> int:
         raise UsageError("--resume needs --out DIR (the gate to continue)")
     if not suite.is_file():
         raise UsageError(f"suite {suite} not found")
+    if args.deadline is not None and not 0 < args.deadline <= MAX_SECONDS:
+        raise UsageError(f"--deadline must be a positive number of seconds, at most {MAX_SECONDS:g}")
     return run_gate(suite, args.out or default_out("gate"), baseline=args.baseline, resume=args.resume,
-                    argv=args.argv).exit_code
+                    argv=args.argv, deadline=args.deadline, allow_skipped=args.allow_skipped).exit_code
 
 
 def run_init(args) -> int:

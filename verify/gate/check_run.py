@@ -56,6 +56,7 @@ class CheckRun:
     detail: str | None = None  # a harness bug's whole message (a worker's traceback)
     skips: list[dict[str, Any]] = field(default_factory=list)  # {engine, reason, count, remedy} per engine and reason
     empty: list[str] = field(default_factory=list)  # parts of the check that ran nothing, as the hunt noted them
+    cut: str | None = None  # the gate's deadline cut it, or left it no time to start (verify.gate.deadline)
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": RESULT_SCHEMA, **asdict(self)}

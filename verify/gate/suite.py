@@ -37,7 +37,7 @@ GATE_KEYS: dict[str, Callable] = {
     "name": text, "description": text, "reference": text, "candidates": texts, "allowlist": text,
     "workers": integer(1, MAX_WORKERS), "in_process": boolean, "timeout": seconds(True, MAX_TIMEOUT_S),
     "memory_limit_mb": integer(64, MAX_MEMORY_MB),
-    "minimize_budget": seconds(False), "fail_on_skip": boolean,
+    "minimize_budget": seconds(False), "fail_on_skip": boolean, "deadline": seconds(True, MAX_TIMEOUT_S),
 }
 COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),
                                     "allow_skipped": boolean}
@@ -70,6 +70,7 @@ class Suite:
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
     fail_on_skip: bool = False
+    deadline_s: float | None = None  # the whole gate's (verify.gate.deadline); not in the digest: a resume may change it
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def digest(self) -> str:
@@ -173,7 +174,7 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
                  allowlist=allowlist_path, description=settings.get("description", ""),
                  workers=settings.get("workers", 1), in_process=settings.get("in_process", False),
                  timeout_s=settings.get("timeout"), memory_limit_mb=settings.get("memory_limit_mb"),
-                 fail_on_skip=settings.get("fail_on_skip", False), raw=doc)
+                 fail_on_skip=settings.get("fail_on_skip", False), deadline_s=settings.get("deadline"), raw=doc)
 
 
 def load_suite(path: Path) -> Suite:

@@ -172,11 +172,14 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
                        "note": "; ".join(run.problems + run.notes) or None, "problems": run.problems,
                        "throughput": run.throughput, "error_class": run.error_class,
                        "clusters": sorted({c["key"] for c in run.clusters}),
-                       "skips": list(run.skips), "empty": list(run.empty)})
+                       "skips": list(run.skips), "empty": list(run.empty), "cut": run.cut})
     reasons = []
     bad_checks = [c["name"] for c in checks if c["status"] in ("fail", "error")]
     if bad_checks:
         reasons.append(f"checks failed: {', '.join(bad_checks)}")
+    cut = [c["name"] for c in checks if c["cut"]]
+    if cut:
+        reasons.append(f"the deadline cut: {', '.join(cut)}")
     for status in FAILING_CLUSTER:
         n = sum(c["status"] == status for c in clusters)
         if n:
