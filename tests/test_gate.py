@@ -238,9 +238,11 @@ def test_resume_keeps_finished_checks_and_judges_them_again_with_the_edited_allo
     slice_check = next(c for c in again["checks"] if c["name"] == "slice")
     assert code == 0 and "resumed" in slice_check["note"] and slice_check["counts"] == \
         next(c for c in doc["checks"] if c["name"] == "slice")["counts"]
-    # a gate that is not resumed does not overwrite one; a changed suite does not resume
-    code, _ = gate("ß", [], "night")
-    assert code == 2
+    # a gate that is not resumed never overwrites one: a new attempt, the earlier kept as its baseline;
+    # a changed suite does not resume
+    code, fresh = gate("ß", [], "night")
+    assert code == 1 and fresh["baseline"]["out"] == str(gate.dir / "night" / "attempts" / "1")
+    assert (gate.dir / "night" / "attempts" / "1" / "checks" / "slice" / "gate-check.json").is_file()
     suite = gate.dir / "suite.toml"
     suite.write_text(suite.read_text().replace('corpus = "corpus.jsonl"', 'corpus = "corpus.jsonl"\nlimit = 2'))
     code, _ = gate("ß", [], "night", "--resume")
