@@ -44,8 +44,8 @@ def add_parser(sub) -> None:
     init.add_argument("--reference", metavar="SPEC",
                       help="init: the tokenizer it must match (default: engines/reference.toml's for its vocabulary)")
     init.add_argument("--profile", choices=("pr", "nightly"),
-                      help="init: pr (about five minutes on two cores, for pull requests; the default) or nightly "
-                           "(full sweeps)")
+                      help="init: pr (five minutes on this machine, for pull requests; the default) or nightly "
+                           "(thirty minutes): each check sized from the engines' speed measured here")
     init.add_argument("--write", type=Path, metavar="PATH",
                       help="init: where to write the suite (default gate-PROFILE.toml); an allowlist.toml is put "
                            "beside it when there is none")
@@ -89,6 +89,11 @@ def run_init(args) -> int:
           f"({len(written.checks)} checks: {', '.join(written.checks)})")
     if written.allowlist is not None:
         print(f"wrote {written.allowlist}: the allowlist it names (empty: every cluster found fails the gate)")
+    plan = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in written.plan)
+    total = sum(seconds for _, seconds in written.plan)
+    print(f"plan for this machine (the candidate and the reference encode the smoke corpus in "
+          f"{written.pair_seconds:g} s): {plan}; about {total:.0f} s of the {profile} profile's "
+          f"{written.budget_s:g} s (deadline = {written.budget_s:g} in the suite)")
     for note in written.notes:
         print(f"note: {note}")
     print(f"run it:   verify gate {written.path} --out gate-out")
