@@ -28,7 +28,7 @@ from verify.pipeline.records_task import records_task
 # the options a resume takes from the saved plan when the command line leaves them unsaid
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
                  "timeout_s", "memory_limit_mb", "trace_format", "trace_template", "ledger_audit",
-                 "ledger_audit_seed")
+                 "ledger_audit_seed", "corpus_root")
 
 
 @dataclass
@@ -72,7 +72,9 @@ class RunOptions:
                 "trace_template": self.trace_template,
                 # the audit changes results (a forged entry it picks is an error, not verified)
                 "ledger_audit": DEFAULT_AUDIT_RATE if self.ledger_audit is None else self.ledger_audit,
-                "ledger_audit_seed": self.ledger_audit_seed or 0}
+                "ledger_audit_seed": self.ledger_audit_seed or 0,
+                # where a named corpus with a root is (recorded, so --resume needs only --out)
+                **({"corpus_root": self.corpus_root} if self.corpus_root else {})}
 
     def engine_options(self) -> EngineOptions:
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
