@@ -170,9 +170,22 @@ def render_gate_html(data: ReportData) -> str:
         max_rows=MAX_GATE_ROWS, flag_percent=round(THROUGHPUT_FLAG * 100))
 
 
+def render_shadow_html(shadow: dict[str, Any]) -> str:
+    """The page of a shadow folder (``verify.reports.shadow_view``): status, first and last seen,
+    versions, reproducers and why one was not minimised, per cluster."""
+    env = environment()
+    css = env.get_template("report.css").render()
+    return env.get_template("shadow.html.j2").render(d=shadow, csp=content_security_policy(css))
+
+
 def render_html(data: ReportData) -> str:
     if data.gate is not None:
         return render_gate_html(data)
+    from verify.reports.shadow_view import load_shadow
+
+    shadow = load_shadow(data.out) if data.out is not None else None
+    if shadow is not None:
+        return render_shadow_html(shadow)
     env = environment()
     css = env.get_template("report.css").render()
     counts = {k: data.counts.get(k, 0) for k in ("samples", "chars", "tokens", "bad_records", *STATES)}
