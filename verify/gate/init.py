@@ -267,10 +267,10 @@ def _slug(text: str) -> str:
 
 
 def render_suite(facts: Facts, reference: str, profile: str, rows, allowlist: str) -> str:
-    from verify.gate.budget import PROFILE_BUDGET_S
+    from verify.gate.budget import profile_budget
 
     name = f"{profile}-{_slug(facts.spec)}"
-    budget = PROFILE_BUDGET_S[profile]
+    budget = profile_budget(profile)
     total = sum(seconds for _, _, seconds in rows)
     head = [f"# The {profile} gate for {facts.spec} against {reference}"
             + (f" on {facts.vocab}." if facts.vocab else "."),
@@ -320,7 +320,7 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
     folder_to_write(path.parent, "the folder of --write")
     if reference is not None and reference == candidate:
         raise UsageError(f"{candidate} cannot be its own reference")
-    from verify.gate.budget import PROFILE_BUDGET_S
+    from verify.gate.budget import profile_budget
 
     facts, reference = inspect_candidate(candidate, reference)
     rows = plan_checks(facts, profile, regression_cases(candidate))
@@ -333,7 +333,7 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
     parse_suite(parse_toml(text, f"the {profile} suite for {candidate}"), path)  # what we write must load
     atomic.write_text(path, text)
     notes = []
-    budget = PROFILE_BUDGET_S[profile]
+    budget = profile_budget(profile)
     total = sum(seconds for _, _, seconds in rows)
     if total > budget:
         notes.append(f"even at their smallest sizes the checks take about {total:.0f} s here, over the {profile} "
