@@ -207,3 +207,34 @@ def make():
     assert a.fingerprint == b.fingerprint  # they behave alike on the probes
     assert (a.name, a.version) == ("same-name", "1") and a.files_digest != b.files_digest
     assert engine_key(a.as_dict()) != engine_key(b.as_dict())
+
+
+PLAIN = '''
+from tokenizers import Tokenizer
+
+class Plain:
+    def __init__(self):
+        self.tok = Tokenizer.from_file(PATH)
+    def encode_batch(self, texts):
+        return [e.ids for e in self.tok.encode_batch(list(texts), add_special_tokens=False)]
+
+def make():
+    return Plain()
+'''
+
+
+def test_a_plain_text_run_that_only_skipped_says_so_and_allow_skipped_passes_it(tmp_path, plugin_dir,
+                                                                               tiny_tokenizer_json, tiny_spec):
+    (plugin_dir / "plain_skips.py").write_text(PLAIN.replace("PATH", repr(str(tiny_tokenizer_json))))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"text": "plain words here"}) + "\n"
+                      + json.dumps({"segments": [["<|endoftext|>", True], ["more words", False]]}) + "\n")
+    args = ["run", "--reference", tiny_spec, "--candidate", "python:plain_skips:make", "--corpus", str(corpus),
+            "--workers", "1", "--in-process", "--no-progress", "--minimize-budget", "0"]
+    proc = run_cli(*args, "--out", str(tmp_path / "a"))
+    assert proc.returncode == 1
+    (line,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("verify: exit 1 only because")]
+    assert "1 samples with special-token segments were skipped by python:plain_skips:make" in line
+    assert "--allow-skipped" in line
+    allowed = run_cli(*args, "--out", str(tmp_path / "b"), "--allow-skipped")
+    assert allowed.returncode == 0, allowed.stderr
