@@ -83,3 +83,13 @@ def run_defaults() -> dict[str, Any]:
     if not path.is_file():
         return {"reference": "tiktoken:cl100k_base", "candidates": ["hf:cl100k_base"], "corpus": "default"}
     return read_toml(path).get("defaults", {})
+
+
+def cache_folder(kind: str, variable: str) -> Path:
+    """Where the cache of ``kind`` lives: ``$variable``, else ``$XDG_CACHE_HOME/verify/KIND``, else
+    ``~/.cache/verify/KIND`` (the builds of ``maturin:``, the private environments of ``?pip=``)."""
+    explicit = os.environ.get(variable)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "verify" / kind

@@ -9,7 +9,7 @@ unless ``--in-process``) whose import path starts with a private environment hol
 requirements: a venv made once per *environment key* (the requirements, a local wheel's
 SHA-256, the interpreter and its version) in the cache (``$VERIFY_ENV_CACHE``, else
 ``$XDG_CACHE_HOME/verify/envs``), the way ``maturin:`` caches its builds
-(``verify.engines.maturin_build``: the same cache folder rules and file lock)::
+(``verify.config.cache_folder`` and ``verify.atomic.file_lock``, as ``verify.engines.maturin_build``)::
 
     envs/KEY/venv/        python -m venv --without-pip; a .pth file there names this
                           interpreter's site-packages, so pip installs only what they lack
@@ -92,7 +92,7 @@ def requirements_of(value: Any) -> tuple[str, ...]:
 
 
 def cache_root() -> Path:
-    from verify.engines.maturin_build import cache_folder
+    from verify.config import cache_folder
 
     return cache_folder("envs", CACHE_ENV)
 

@@ -40,6 +40,7 @@ from importlib import metadata
 from pathlib import Path
 
 from verify.atomic import file_lock, write_json
+from verify.config import cache_folder
 from verify.engines.maturin_coverage import COVERAGE_RUSTFLAGS
 from verify.engines.maturin_source import (CrateSource, archive_snapshot, copy_snapshot, digest_files,
                                            source_files)
@@ -82,14 +83,6 @@ def cache_root() -> Path:
     return cache_folder("maturin", CACHE_ENV)
 
 
-def cache_folder(kind: str, variable: str) -> Path:
-    """Where the cache of ``kind`` lives: ``$variable``, else ``$XDG_CACHE_HOME/verify/KIND``, else
-    ``~/.cache/verify/KIND`` (the builds of ``maturin:``, the private environments of ``?pip=``)."""
-    explicit = os.environ.get(variable)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "verify" / kind
 
 
 def find_tool(name: str) -> str | None:
@@ -283,8 +276,8 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
 
 
-__all__ = ["Build", "BuildFailed", "BuildRequest", "CACHE_ENV", "cache_folder", "cache_root", "ensure_built", "first_error", "find_tool",
-           "log_tail", "toolchain"]
+__all__ = ["Build", "BuildFailed", "BuildRequest", "CACHE_ENV", "cache_folder", "cache_root", "ensure_built",
+           "first_error", "find_tool", "log_tail", "toolchain"]
 
 
 def _first_error(stderr: str) -> str:

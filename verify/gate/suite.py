@@ -70,7 +70,8 @@ class Suite:
     timeout_s: float | None = None
     memory_limit_mb: int | None = None
     fail_on_skip: bool = False
-    deadline_s: float | None = None  # the whole gate's (verify.gate.deadline); not in the digest: a resume may change it
+    deadline_s: float | None = None  # the whole gate's (verify.gate.deadline); not in the digest: a resume may
+    #                                  change it
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def digest(self) -> str:

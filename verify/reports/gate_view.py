@@ -152,7 +152,8 @@ def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> 
     checks = [str(n) for n in c.get("checks") or [] if isinstance(n, (str, int))]
     sizes = c.get("sizes") if isinstance(c.get("sizes"), dict) else {}
     return {"sizes": {visible(str(k), 60): v for k, v in sizes.items() if _int(v) is not None},
-            "accept": accept_row(c), "key": _text(c.get("key")), "engine": _text(c.get("engine")), "reference": _text(c.get("reference")),
+            "accept": accept_row(c), "key": _text(c.get("key")), "engine": _text(c.get("engine")),
+            "reference": _text(c.get("reference")),
             "status": status or _status(c.get("status")), "size": _int(c.get("size")) if _int(c.get("size")) is not None
             else MISSING, "reproducer": reproducer, "minimised": minimised if isinstance(minimised, bool) else None,
             "difference": _difference(c.get("first_difference")), "checks": [visible(n, 60) for n in checks],
@@ -289,14 +290,21 @@ def normalise_gate(doc: dict[str, Any], out: Path | None = None) -> dict[str, An
             "files": [f for f in (inside(out, n) for n in GATE_FILES) if f]}
 
 
-def load_gate(out: Path) -> dict[str, Any] | None:
-    path = Path(out) / GATE_FILE
+def read_document(path: Path) -> Any:
+    """A report's JSON file as data; None when it is not there; one line (exit 2) when it is no JSON."""
     if not path.is_file():
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{path}: not readable as JSON ({exc})") from None
+
+
+def load_gate(out: Path) -> dict[str, Any] | None:
+    path = Path(out) / GATE_FILE
+    doc = read_document(path)
+    if doc is None:
+        return None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: not a verify.gate/1 object")
     return normalise_gate(doc, out)

@@ -17,8 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verify.errors import UsageError
-from verify.reports.gate_view import reproducer_text
+from verify.reports.gate_view import read_document, reproducer_text
 from verify.reports.views import MISSING, first_difference
 from verify.reports.visible import visible
 
@@ -95,11 +94,5 @@ def normalise_shadow(doc: dict[str, Any], out: Path | None = None) -> dict[str, 
 
 
 def load_shadow(out: Path) -> dict[str, Any] | None:
-    path = Path(out) / SHADOW_FILE
-    if not path.is_file():
-        return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not readable as JSON ({exc})") from None
+    doc = read_document(Path(out) / SHADOW_FILE)
     return normalise_shadow(doc, out) if isinstance(doc, dict) else None
