@@ -418,8 +418,9 @@ def test_verify_run_on_nemotron_cc_with_where_sample_and_resume(tmp_path, cc_mir
     for marker in sorted((second / "shards").glob("[0-9]*[0-9].json"))[2:]:  # as if killed after two shards
         marker.unlink()
     (second / "divergences.jsonl").unlink()
-    resumed = run_cli("run", "--resume", "--out", str(second), "--corpus-root", str(cc_mirror), "--no-progress",
-                      "--minimize-budget", "0", "--in-process")
+    # as the README says it: the plan recorded the root, so --out is all a resume needs
+    resumed = run_cli("run", "--resume", "--out", str(second), "--no-progress", "--minimize-budget", "0",
+                      "--in-process")
     assert resumed.returncode == 1, resumed.stderr
     after = json.loads((second / "manifest.json").read_text())
     assert after["counts"] == counts and after["resume"]["shards_run_after_resume"] == 2

@@ -113,7 +113,7 @@ def test_an_exception_on_a_rare_character_is_an_error_finding(tmp_path, planted,
 
 def test_identical_engines_find_nothing_and_exit_0(tmp_path, planted):
     out = tmp_path / "out"
-    proc = run_cli("fuzz", "--reference", f"{planted}:groups3", "--candidate", f"{planted}:groups3?copy=1",
+    proc = run_cli("fuzz", "--reference", f"{planted}:groups3", "--candidate", f"{planted}:groups3?entry=batch",
                    "--out", str(out), "--database", str(tmp_path / "db"), "--no-stress", env={EXAMPLES_ENV: "40"})
     assert proc.returncode == 0, proc.stderr
     assert records(out) == []

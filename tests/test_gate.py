@@ -38,6 +38,9 @@ class Engine:
                 ids[0] = 1
             if " " in self.bugs and " " in text and ids:
                 ids[-1] = 0
+            if "slow" in self.bugs:  # far longer than any deadline a test gives
+                import time
+                time.sleep(120)
             out.append(ids)
         return out
 
@@ -236,9 +239,11 @@ def test_resume_keeps_finished_checks_and_judges_them_again_with_the_edited_allo
     slice_check = next(c for c in again["checks"] if c["name"] == "slice")
     assert code == 0 and "resumed" in slice_check["note"] and slice_check["counts"] == \
         next(c for c in doc["checks"] if c["name"] == "slice")["counts"]
-    # a gate that is not resumed does not overwrite one; a changed suite does not resume
-    code, _ = gate("ß", [], "night")
-    assert code == 2
+    # a gate that is not resumed never overwrites one: a new attempt, the earlier kept as its baseline;
+    # a changed suite does not resume
+    code, fresh = gate("ß", [], "night")
+    assert code == 1 and fresh["baseline"]["out"] == str(gate.dir / "night" / "attempts" / "1")
+    assert (gate.dir / "night" / "attempts" / "1" / "checks" / "slice" / "gate-check.json").is_file()
     suite = gate.dir / "suite.toml"
     suite.write_text(suite.read_text().replace('corpus = "corpus.jsonl"', 'corpus = "corpus.jsonl"\nlimit = 2'))
     code, _ = gate("ß", [], "night", "--resume")
@@ -334,3 +339,29 @@ def test_a_check_that_checks_nothing_fails_and_says_so(tmp_path):
     assert run.problems == ["ran nothing: 0 samples checked (a budget, a limit or a corpus left it empty), "
                             "so it cannot pass"]
     assert check_status(run, set()) == "fail"  # never a silent pass
+
+
+def test_running_a_suite_again_into_its_out_keeps_the_earlier_gate_as_the_baseline(gate):
+    """The README's path: the gate fails, the cluster is accepted in the allowlist, the same
+    command runs again into the same --out and passes; the first gate is kept as the baseline."""
+    code, doc = gate("\u00df", [], "gate-out")
+    assert code == 1
+    key = only_key(doc)
+    allow = {"engine": "gate_plugin", "key": key, "reason": "known", "expires": "2999-12-31"}
+    code, doc = gate("\u00df", [allow], "gate-out")
+    assert code == 0 and doc["verdict"] == "pass", doc["reasons"]
+    kept = gate.dir / "gate-out" / "attempts" / "1"
+    assert json.loads((kept / "gate.json").read_text())["verdict"] == "fail"
+    assert doc["baseline"]["out"] == str(kept) and [c["key"] for c in doc["baseline"]["unchanged"]] == [key]
+    code, doc = gate("\u00df", [allow], "gate-out")  # a third attempt: the second is its baseline
+    assert code == 0 and doc["baseline"]["out"] == str(gate.dir / "gate-out" / "attempts" / "2")
+
+
+def test_a_gate_out_of_time_fails_and_names_the_checks_its_deadline_cut(gate):
+    code, doc = gate("slow", [], "late", "--deadline", "2")
+    assert code == 1 and doc["verdict"] == "fail"
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert checks["slice"]["status"] == "fail" and checks["slice"]["cut"]
+    assert "--deadline = 2 s" in checks["slice"]["cut"]
+    assert checks["recheck"]["cut"].startswith("not started")  # no time was left to start it
+    assert any(r.startswith("the deadline cut: slice, recheck") for r in doc["reasons"])

@@ -10,7 +10,8 @@ import json
 import pytest
 
 from conftest import run_cli
-from verify.gate.init import Facts, plan_checks, speed_scale
+from verify.gate.budget import PLANNED_SHARE, PROFILE_BUDGET_S
+from verify.gate.init import Facts, plan_checks
 from verify.gate.suite import load_suite
 
 PLAIN_PLUGIN = '''
@@ -56,7 +57,7 @@ def rows_of(suite) -> dict:
 
 def facts(**kw) -> Facts:
     base = {"spec": "x:y", "vocab": "cl100k_base", "special_tokens": True, "sessions": False, "decode": True,
-            "slowness": 1.0}
+            "pair_seconds": 0.25}
     return Facts(**{**base, **kw})
 
 
@@ -73,8 +74,10 @@ def test_init_writes_a_pr_suite_for_kitoken_on_o200k_that_loads_and_says_how_to_
     # kitoken honours special tokens and has no sessions: whole transcripts are replayed, skips allowed there only
     assert list(checks) == ["corpus", "agent-replay", "fuzz", "unicode", "vocab", "metamorphic", "length"]
     assert checks["agent-replay"].allow_skipped and not checks["corpus"].allow_skipped
-    assert checks["corpus"].options["sample"] == 0.2 and checks["vocab"].options["limit"] == 2000
+    assert 0 < checks["corpus"].options.get("sample", 1) <= 1 and checks["vocab"].options.get("limit", 250) >= 250
     assert checks["fuzz"].options["seed"] == 1 and checks["length"].options["max_chars"] == 30000
+    assert suite.deadline_s == 300 and "plan for this machine" in proc.stdout and "of the pr profile's 300 s" in \
+        proc.stdout
     assert "special" in checks["length"].options["kinds"]
     text = path.read_text()
     assert text.startswith("# The pr gate for kitoken:o200k_base against tiktoken-o200k on o200k_base.")
@@ -94,9 +97,8 @@ def test_a_candidate_with_regression_cases_gets_a_recheck_and_nightly_sweeps_in_
     suite = load_suite(path)
     checks = rows_of(suite)
     assert suite.reference == "tiktoken-cl100k" and "recheck" in checks  # adversarial/regressions has kitoken cl100k cases
-    assert checks["unicode"].options == {"full": True} and "limit" not in checks["vocab"].options
-    assert "sample" not in checks["corpus"].options and checks["length"].options["max_chars"] == 500000
-    assert checks["fuzz"].options["examples"] > 400 and "seed" not in checks["fuzz"].options
+    assert checks["length"].options["max_chars"] == 500000 and suite.deadline_s == 1800
+    assert checks["fuzz"].options["examples"] >= 100 and "seed" not in checks["fuzz"].options
 
 
 def test_a_plain_text_plugin_needs_a_reference_and_gets_skips_allowed_where_inputs_carry_specials(
@@ -127,14 +129,25 @@ def test_a_stateful_plain_text_plugin_gets_its_sessions_replayed(tmp_path, plugi
     assert replay.options.get("template") == "plain" or replay.allow_skipped
 
 
-def test_budgets_shrink_for_a_slow_candidate_in_pr_only():
-    slow = facts(slowness=40.0)
-    assert speed_scale(facts(), "pr") == 1.0 and speed_scale(slow, "pr") == 0.125 and speed_scale(slow, "nightly") == 1
-    rows = dict((row["name"], row) for _, row in plan_checks(slow, "pr", cases=0, scale=speed_scale(slow, "pr")))
-    assert rows["corpus"]["sample"] == 0.025 and rows["vocab"]["limit"] == 250
-    assert rows["unicode"] == {"name": "unicode", "kind": "unicode", "range": ["0000", "3000"]}
-    full = dict((row["name"], row) for _, row in plan_checks(facts(), "pr", cases=2))
-    assert full["unicode"]["full"] is True and "recheck" in full
+@pytest.mark.parametrize("profile", ["pr", "nightly"])
+def test_budgets_are_sized_from_the_measured_speed_to_fit_the_profile(profile):
+    budget = PROFILE_BUDGET_S[profile]
+    fast, slow = facts(pair_seconds=0.1), facts(pair_seconds=1.0)
+    planned = {name: plan_checks(f, profile, cases=2) for name, f in (("fast", fast), ("slow", slow))}
+    for name, rows in planned.items():
+        assert sum(seconds for _, _, seconds in rows) <= budget * PLANNED_SHARE + 1, name
+    fast_rows, slow_rows = ({row["name"]: row for _, row, _ in rows} for rows in planned.values())
+    assert slow_rows["corpus"].get("sample", 1) <= fast_rows["corpus"].get("sample", 1)
+    assert slow_rows["vocab"].get("limit", 10**9) < fast_rows["vocab"].get("limit", 10**9)
+    assert slow_rows["metamorphic"]["stress_seconds"] >= fast_rows["metamorphic"]["stress_seconds"]
+    assert "recheck" in fast_rows and fast_rows["length"]["max_chars"] > 25_000
+
+
+def test_a_nightly_plan_is_fuller_than_a_pr_plan():
+    f = facts(pair_seconds=0.25)
+    pr, nightly = ({row["name"]: row for _, row, _ in plan_checks(f, p, cases=0)} for p in ("pr", "nightly"))
+    assert nightly["corpus"].get("sample", 1) >= pr["corpus"].get("sample", 1)
+    assert nightly["fuzz"]["seconds"] > pr["fuzz"]["seconds"] and nightly["length"]["max_chars"] == 500_000
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -346,13 +346,14 @@ def test_a_gate_check_that_skipped_everything_or_ran_a_part_empty_is_marked_and_
     suite.write_text(SKIPS_SUITE)
     code = main(["gate", str(suite), "--out", str(tmp_path / "out")])
     stdout = capsys.readouterr().out
-    assert code == 0
+    assert code == 1  # the stress part ran nothing: the check cannot pass
     doc = json.loads((tmp_path / "out" / "gate.json").read_text())
     agent, meta = doc["checks"]
     (skip,) = agent["skips"]
     assert skip["count"] == agent["counts"]["skipped"] == agent["counts"]["samples"] and "--template plain" in skip["remedy"]
     assert agent["empty"] == [f"every one of its {skip['count']} samples was skipped: nothing was compared"]
-    assert meta["status"] == "pass" and len(meta["empty"]) == 2 and "0 batches checked" in meta["empty"][0]
+    assert meta["status"] == "fail" and len(meta["empty"]) == 2 and "0 batches checked" in meta["empty"][0]
+    assert "raise stress_seconds" in meta["empty"][0] and "--stress-budget" not in meta["note"]  # the suite's key
     assert "parts that ran nothing: agent, meta" in stdout and "--template plain" in stdout
 
     tree = etree.parse(str(tmp_path / "out" / "junit.xml"))

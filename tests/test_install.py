@@ -24,7 +24,7 @@ from conftest import REPO
 pytestmark = pytest.mark.slow
 
 # What `pip install .` needs and what the commands read: the package and the project's tables.
-COPIED = ("pyproject.toml", "README.md", "verify", "engines", "corpora", "ci", "adversarial")
+COPIED = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "verify", "engines", "corpora", "ci", "adversarial")
 IGNORED = shutil.ignore_patterns("__pycache__", "*.egg-info", "hypothesis", "*.pyc")
 OPTIONAL = ("ray", "datasets", "atheris", "torch", "pytest")  # the base install must not have these
 
@@ -49,15 +49,20 @@ def base_install(tmp_path_factory):
             shutil.copy2(source, checkout / name)
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    _pip(venv, str(checkout))
+    wheels = root / "dist"  # a wheel, as a package index serves it: what it carries is all there is
+    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                           str(checkout)], capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    (wheel,) = wheels.glob("verify_tokenizers-*.whl")
+    _pip(venv, str(wheel))
     return venv, checkout
 
 
-def verify(base_install, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def verify(base_install, *args: str, timeout: int = 900, cwd: Path | None = None) -> subprocess.CompletedProcess:
     venv, checkout = base_install
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "VERIFY_PROJECT")}
-    return subprocess.run([str(venv / "bin" / "verify"), *args], capture_output=True, text=True, cwd=checkout,
-                          env={**env, "VERIFY_FUZZ_EXAMPLES": "50"}, timeout=timeout)
+    return subprocess.run([str(venv / "bin" / "verify"), *args], capture_output=True, text=True,
+                          cwd=cwd or checkout, env={**env, "VERIFY_FUZZ_EXAMPLES": "50"}, timeout=timeout)
 
 
 def test_the_base_install_has_hypothesis_and_none_of_the_extras(base_install):
@@ -153,3 +158,29 @@ def test_the_nightly_gate_runs_to_a_verdict_once_its_candidate_is_installed(base
     gate = json.loads((tmp_path / "gate" / "gate.json").read_text())
     assert gate["verdict"] in ("pass", "fail") and not [c for c in gate["checks"] if c["status"] == "error"], \
         [(c["name"], c.get("note")) for c in gate["checks"] if c["status"] == "error"]
+
+
+def test_the_wheel_carries_the_declarative_side_and_runs_from_an_empty_folder(base_install, tmp_path):
+    """Named corpora, named engines, chat templates, tags and regression cases come with the
+    wheel: the README's commands run outside any checkout (an empty folder, nothing on the path)."""
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    run = verify(base_install, "run", "--corpus", "smoke", "--limit", "20", "--workers", "1", "--out", "smoke-run",
+                 cwd=here)
+    assert run.returncode == 0, run.stderr
+    manifest = json.loads((here / "smoke-run" / "manifest.json").read_text())
+    assert manifest["reference"]["spec"] == "tiktoken-cl100k"  # engines/defaults.toml, from the wheel
+    nemo = verify(base_install, "run", "--corpus", "nemotron-cc", "--where", "quality=high", "--limit", "5",
+                  "--out", "nemo", cwd=here)
+    assert nemo.returncode == 2 and "needs a root" in nemo.stderr and "not found" not in nemo.stderr, nemo.stderr
+    replay = verify(base_install, "replay", "--engine", "repair:tiktoken:cl100k_base", "--traces", "agent:1:1",
+                    "--limit", "1", "--workers", "1", "--out", "replay", cwd=here)  # a chat template, packaged
+    assert replay.returncode == 0, replay.stderr
+    recheck = verify(base_install, "recheck", "--engine", "kitoken:cl100k_base", "--allow-unavailable",
+                     "--workers", "1", "--out", "recheck", cwd=here)
+    assert recheck.returncode != 2 and "kitoken-0.11.1" in recheck.stdout, recheck.stderr
+    init = verify(base_install, "gate", "init", "--candidate", "hf:o200k_base", "--write", "ci/pr/gate.toml",
+                  cwd=here)
+    assert init.returncode == 0, init.stderr
+    assert 'reference = "tiktoken-o200k"' in (here / "ci" / "pr" / "gate.toml").read_text()
+    assert not (here / "engines").exists() and not (here / "corpora").exists()

@@ -355,7 +355,16 @@ def test_real_cases_replay_as_recorded(adapter):
     if entry is None or not entry.installed() or (entry.requires and importlib.util.find_spec(entry.requires) is None):
         pytest.skip(f"{adapter} is not installed")
     cases = [case for case in load_cases(REAL_CASES) if parse_spec(case.engine).adapter == adapter]
-    with EnginePool(EngineOptions(isolate=False)) as pool:
+    private = [parse_spec(case.engine).options for case in cases if parse_spec(case.engine).options.get("pip")]
+    for options in private:  # a fork in its private environment (?pip=): pip fetches it once from PyPI
+        from verify.engines.environments import environment_for
+        from verify.errors import ConfigError
+
+        try:
+            environment_for(options)
+        except ConfigError as exc:
+            pytest.skip(f"cannot build the private environment of {options['pip']}: {exc}")
+    with EnginePool(EngineOptions(isolate=bool(private))) as pool:  # two builds of one module: two processes
         for case in cases:
             result = replay(case, pool.try_get(case.reference), pool.try_get(case.engine))
             assert result.as_recorded, (case.id, result.status, result.detail)

@@ -320,3 +320,46 @@ def test_usage_errors_are_one_line(tmp_path, capsys):
     assert _run(records, "--reference", REFERENCE, "--out", tmp_path / "o", "--minimize-budget", "-1") == 2
     lines = [line for line in capsys.readouterr().err.splitlines() if line]
     assert len(lines) == 3 and all(line.startswith("verify: error: ") for line in lines)
+
+
+PLAIN_REPLAY = '''
+import verify.vocab
+
+class Plain:
+    """Production's tokenizer as deployed, but plain text only: it cannot take special segments."""
+    def __init__(self):
+        self.enc = verify.vocab.load("cl100k_base").encoder()
+    def encode_batch(self, texts):
+        return self.enc.encode_ordinary_batch(texts)
+
+def make():
+    return Plain()
+'''
+
+
+def test_shadow_says_why_a_cluster_was_not_minimised_and_has_its_own_page(cl100k, tmp_path, plugin_dir):
+    """With --engine given, a cluster not minimised says the true reason: the replay engine cannot
+    take special-token segments, or gives other ids than production; report.html is shadow's own
+    page (status, first and last seen, versions, the replay engine by name)."""
+    (plugin_dir / "shadow_plain_replay.py").write_text(PLAIN_REPLAY)
+    prod = planted(cl100k)
+    rng = random.Random(5)
+    for i in range(2):  # a chat tokenizer whose every mismatch is in a transcript with special tokens
+        segments = [(TEMPLATE, True), (_text(rng, f"chat-{i}"), False)]
+        ids = _encode(cl100k, segments)
+        ids[3] = (ids[3] + 1) % 100_000
+        prod.add(f"chat-{i}", segments, ids, corrupt=True, name="cl100k-chat", version="3.1", second=60 + i)
+    path = prod.write(tmp_path / "shadow.jsonl", [])
+    out = tmp_path / "out"
+    assert _run(path, "--reference", REFERENCE, "--out", out, "--in-process",
+                "--engine", "cl100k-prod=python:shadow_plain_replay:make",
+                "--engine", "cl100k-chat=python:shadow_plain_replay:make", "--minimize-budget", "5") == 1
+    report = _report(out)
+    whys = {r["key"]: r["reproducer"].get("why") or "" for r in report["clusters"]}
+    assert any("cannot take this input" in why for why in whys.values()), whys  # s1-t3: special segments
+    assert any("gives other ids than production" in why for why in whys.values()), whys
+    assert not any("does not reproduce" in why for why in whys.values())
+    assert not any("replay it with --engine" in s for r in report["clusters"] for s in r["suspects"])
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<title>verify shadow: FAIL</title>" in html and "candidate" not in html
+    assert "first seen" in html and "1.4.2" in html and "cl100k-prod" in html and "not minimised:" in html

@@ -269,3 +269,33 @@ def test_a_large_jsonl_file_is_cut_into_byte_ranges_of_the_target_size(tmp_path)
     cut = shard_module.file_shards("d", path, "text", "id", target_bytes=size // 4 + 1)
     assert [s.kind for s in cut] == ["byte-range"] * 4 and cut[-1].stop == size
     assert len([r for s in cut for r in s.records()]) == 3000
+
+
+def test_a_hunt_whose_shards_are_no_corpus_shows_progress_inside_them_from_the_start(
+        tmp_path, plugin_dir, tiny_tokenizer_json, tiny_spec):
+    """verify unicode: its shards are code point ranges, not corpus records; the samples its task
+    sends through the engines show in OUT/status before any shard commits."""
+    hold = tmp_path / "hold"
+    hold.mkdir()
+    (plugin_dir / "slow_unicode_plugin.py").write_text(
+        PLUGIN.replace("HOLD_DIR", repr(str(hold))).replace("VOCAB", repr(str(tiny_tokenizer_json))))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verify.cli", "unicode", "--reference", tiny_spec, "--candidate",
+         "python:slow_unicode_plugin:make", "--start", "0", "--stop", "3000", "--out", str(out), "--workers", "1",
+         "--timeout", "600", "--no-progress"],
+        cwd=REPO, env={**os.environ, "VERIFY_HEARTBEAT_S": "0"}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        text=True, start_new_session=True)
+    try:
+        wait_for(lambda: (out / "status").is_file(), "OUT/status", proc)
+        (hold / "started").touch()
+        line = wait_for(lambda: "in flight" in (s := (out / "status").read_text()) and s, "in-shard progress", proc)
+        flight = int(line.split("+")[1].split(" in flight")[0].replace(",", ""))
+        assert line.startswith("running") and " 0/" in line and flight > 0 and "MB/s" in line, line
+        assert not list((out / "shards").glob("[0-9]*.json"))
+        (hold / "finish").touch()
+        assert proc.wait(timeout=WAIT_S) in (0, 1), proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+    assert (out / "status").read_text().startswith("complete")

@@ -4,14 +4,31 @@ run resumed after ``kill -9`` -- never sees half a file.
 
     write_text(path, text)          write_json(path, obj, indent=2)
     write_lines(path, lines)        streamed: an iterable of text lines, never all held at once
+    with file_lock(path): ...       one process at a time (a cache entry built once, by one of them)
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """Hold an exclusive lock on ``path`` (made, with its folder, when missing): another process
+    taking it waits until this one is done (building a cache entry both want)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def temporary(path: Path) -> Path:

@@ -292,9 +292,9 @@ class TagRule:
 
 
 def default_tags_path() -> Path:
-    from verify.config import project_dir
+    from verify.config import declared
 
-    return project_dir() / "adversarial" / "tags.toml"
+    return declared("adversarial", "tags.toml")
 
 
 def load_tags(path: Path | None = None) -> list[TagRule]:

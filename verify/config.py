@@ -1,7 +1,12 @@
-"""The declarative side: engines/*.toml, corpora/*.toml, found in the project
-directory (``$VERIFY_PROJECT``, else the current directory if it has an
-``engines/`` or ``corpora/`` folder, else the checkout this package lives in, else
-the current directory).
+"""The declarative side: engines/*.toml, corpora/*.toml, adversarial/ (tags, regression
+cases), ci/ (example suites), found in the project directory (``$VERIFY_PROJECT``, else the
+current directory if it has an ``engines/`` or ``corpora/`` folder, else the checkout this
+package lives in, else the current directory) -- each file or folder there when the project
+has it, else the copy packaged in the wheel (``verify/_data/``, made by setup.py from the
+checkout's top-level folders), so an install from a wheel runs from any folder:
+
+    declared("engines")                        project/engines, else verify/_data/engines
+    declared("adversarial", "tags.toml")       project/adversarial/tags.toml, else the packaged one
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from verify.errors import ConfigError
 from verify.toml_config import read_toml
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGED_DATA = Path(__file__).resolve().parent / "_data"  # the wheel's copy of the top-level folders
 
 
 def project_dir() -> Path:
@@ -30,9 +36,19 @@ def project_dir() -> Path:
     return cwd  # installed from a wheel: built-in defaults, reports under the current directory
 
 
+def declared(*parts: str) -> Path:
+    """A file or folder of the declarative side: the project's own when it has it, else the
+    packaged copy when there is one, else the project's path (which does not exist)."""
+    mine = project_dir().joinpath(*parts)
+    if mine.exists():
+        return mine
+    packaged = PACKAGED_DATA.joinpath(*parts)
+    return packaged if packaged.exists() else mine
+
+
 def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Path]]:
     found: dict[str, tuple[dict[str, Any], Path]] = {}
-    directory = project_dir() / folder
+    directory = declared(folder)
     for path in sorted(directory.glob("*.toml")) if directory.is_dir() else []:
         doc = read_toml(path)
         for name, body in doc.get(table, {}).items():
@@ -63,7 +79,17 @@ def named_corpora() -> dict[str, dict[str, Any]]:
 
 @lru_cache(maxsize=None)
 def run_defaults() -> dict[str, Any]:
-    path = project_dir() / "engines" / "defaults.toml"
+    path = declared("engines", "defaults.toml")
     if not path.is_file():
         return {"reference": "tiktoken:cl100k_base", "candidates": ["hf:cl100k_base"], "corpus": "default"}
     return read_toml(path).get("defaults", {})
+
+
+def cache_folder(kind: str, variable: str) -> Path:
+    """Where the cache of ``kind`` lives: ``$variable``, else ``$XDG_CACHE_HOME/verify/KIND``, else
+    ``~/.cache/verify/KIND`` (the builds of ``maturin:``, the private environments of ``?pip=``)."""
+    explicit = os.environ.get(variable)
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "verify" / kind

@@ -4,7 +4,8 @@
                                never the sample id, so one input under two ids has one key
     ids_digest(ids)            a fast 128-bit hash over the token ids as little-endian uint32
     engine_key(identity)       which engine: adapter, package and version, vocabulary SHA-256,
-                               output-changing options, behavioural fingerprint (not the spec's spelling)
+                               output-changing options, behavioural fingerprint, and the build
+                               (declared name and version, code digest, environment; not the spec's spelling)
     finding_key(...)           one finding: kind, engines, input key, sample id and detail
 
 All are xxh3-128 digests written as 32 lowercase hex characters. The byte layouts
@@ -60,13 +61,17 @@ def ids_sha256(ids: Iterable[int] | np.ndarray) -> str:
 
 
 ENGINE_KEY_FIELDS = ("adapter", "package", "package_version", "vocab_sha256", "options", "fingerprint")
+# which build: in the key only when known, so an identity without them keeps the key it always had
+ENGINE_BUILD_FIELDS = ("name", "version", "files_digest", "environment")
 
 
 def engine_key(identity: Mapping[str, Any]) -> str:
     """Key of an engine identity (``EngineIdentity.as_dict()``): canonical JSON of
-    ``ENGINE_KEY_FIELDS`` with sorted keys. The spec's spelling and the vocabulary's
-    display name are left out: two spellings of one engine share a key."""
+    ``ENGINE_KEY_FIELDS``, and of those ``ENGINE_BUILD_FIELDS`` that are set, with sorted keys.
+    The spec's spelling and the vocabulary's display name are left out: two spellings of one
+    engine share a key; two builds of one package (another digest, another environment) do not."""
     fields = {k: identity.get(k) for k in ENGINE_KEY_FIELDS}
+    fields.update({k: identity[k] for k in ENGINE_BUILD_FIELDS if identity.get(k) is not None})
     return xxhash.xxh3_128_hexdigest(json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode())
 
 

@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import sys
 
-from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (MAX_SECONDS, add_corpus_options, add_job_options, add_limit_option,
-                                     add_out_option, add_pool_options, check_positive, job_options)
+                                     add_out_option, add_pool_options, check_positive, compared_exit, job_options)
 from verify.errors import UsageError
 
 
@@ -92,4 +91,4 @@ def run(args) -> int:
           f"-> {result.out}")
     for note in result.report.get("notes", []):
         print(f"verify check: {note}", file=sys.stderr)
-    return EXIT_OK if result.passed else EXIT_FINDINGS
+    return compared_exit(result.counts, args, result.complete)

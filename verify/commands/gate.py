@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verify.commands.options import default_out
+from verify.commands.options import MAX_SECONDS, add_allow_skipped_option, default_out
 from verify.errors import UsageError
 
 INIT = "init"
 INIT_ONLY = ("candidate", "reference", "profile", "write", "force")
-RUN_ONLY = ("out", "baseline", "resume")
+RUN_ONLY = ("out", "baseline", "resume", "deadline", "allow_skipped")
 
 
 def add_parser(sub) -> None:
@@ -35,13 +35,17 @@ def add_parser(sub) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the gate in --out: finished checks keep their results, a cut-short corpus or "
                         "replay check continues its run; the allowlist is read again")
+    p.add_argument("--deadline", type=float, metavar="S",
+                   help="the whole gate in S seconds (the suite's [gate] deadline): a check it cuts, or leaves no "
+                        "time to start, fails and says so")
+    add_allow_skipped_option(p)
     init = p.add_argument_group("gate init")
     init.add_argument("--candidate", metavar="SPEC", help="init: the engine the suite gates")
     init.add_argument("--reference", metavar="SPEC",
                       help="init: the tokenizer it must match (default: engines/reference.toml's for its vocabulary)")
     init.add_argument("--profile", choices=("pr", "nightly"),
-                      help="init: pr (about five minutes on two cores, for pull requests; the default) or nightly "
-                           "(full sweeps)")
+                      help="init: pr (five minutes on this machine, for pull requests; the default) or nightly "
+                           "(thirty minutes): each check sized from the engines' speed measured here")
     init.add_argument("--write", type=Path, metavar="PATH",
                       help="init: where to write the suite (default gate-PROFILE.toml); an allowlist.toml is put "
                            "beside it when there is none")
@@ -60,13 +64,15 @@ def run(args) -> int:
         raise UsageError(f"{', '.join(stray)} belong(s) to 'verify gate init', not to running a suite")
     from verify.gate.runner import run_gate
 
-    suite = Path(args.suite)
+    suite = packaged_suite(Path(args.suite))
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the gate to continue)")
     if not suite.is_file():
         raise UsageError(f"suite {suite} not found")
+    if args.deadline is not None and not 0 < args.deadline <= MAX_SECONDS:
+        raise UsageError(f"--deadline must be a positive number of seconds, at most {MAX_SECONDS:g}")
     return run_gate(suite, args.out or default_out("gate"), baseline=args.baseline, resume=args.resume,
-                    argv=args.argv).exit_code
+                    argv=args.argv, deadline=args.deadline, allow_skipped=args.allow_skipped).exit_code
 
 
 def run_init(args) -> int:
@@ -83,9 +89,31 @@ def run_init(args) -> int:
           f"({len(written.checks)} checks: {', '.join(written.checks)})")
     if written.allowlist is not None:
         print(f"wrote {written.allowlist}: the allowlist it names (empty: every cluster found fails the gate)")
+    plan = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in written.plan)
+    total = sum(seconds for _, seconds in written.plan)
+    print(f"plan for this machine (the candidate and the reference encode the smoke corpus in "
+          f"{written.pair_seconds:g} s): {plan}; about {total:.0f} s of the {profile} profile's "
+          f"{written.budget_s:g} s (deadline = {written.budget_s:g} in the suite)")
     for note in written.notes:
         print(f"note: {note}")
     print(f"run it:   verify gate {written.path} --out gate-out")
     print(f"then:     open gate-out/report.html; accept known clusters in {written.path.parent / 'allowlist.toml'} "
           f"(reason, link, expires); later nights: --baseline PREVIOUS_GATE_OUT")
     return 0
+
+
+def packaged_suite(suite: Path) -> Path:
+    """``ci/nightly.toml`` from any folder: the suite as given when it is there, else the example
+    suite of the same path that the install carries (``verify.config.declared``)."""
+    import sys
+
+    from verify.config import declared
+
+    if suite.is_file() or suite.is_absolute() or not suite.parts or suite.parts[0] != "ci":
+        return suite
+    packaged = declared(*suite.parts)
+    if packaged.is_file():
+        print(f"gate: {suite} is not here: running the example suite this install carries, {packaged}",
+              file=sys.stderr)
+        return packaged
+    return suite

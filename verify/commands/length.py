@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import sys
 
-from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
-                                     check_positive, job_options)
+                                     check_positive, compared_exit, job_options)
 
 
 def add_parser(sub) -> None:
@@ -54,4 +53,4 @@ def run(args) -> int:
               f"first divergent lengths: {cuts}")
     c = result.counts
     print(f"{c.samples} texts, {c.findings} findings -> {result.out / 'length.json'}, {result.out / 'summary.md'}")
-    return EXIT_OK if c.all_verified and result.complete else EXIT_FINDINGS
+    return compared_exit(c, args, result.complete)

@@ -122,6 +122,7 @@ def add_job_options(p, minimize_budget: float | None = 120.0) -> None:
     p.add_argument("--resume", action="store_true",
                    help="continue the run in --out: only shards not yet committed run again")
     p.add_argument("--no-progress", action="store_true", help="no live progress on stderr")
+    add_allow_skipped_option(p)
     if minimize_budget is not None:
         p.add_argument("--minimize-budget", type=float, default=minimize_budget, metavar="S",
                        help="seconds to cluster and minimise findings after the shards; 0 disables "
@@ -156,3 +157,27 @@ def job_options(args, kind: str, engine: EngineOptions | None = None):
                       ray=RayOptions(args.ray_address, args.ray_actors, args.ray_cpus_per_actor),
                       ledger=getattr(args, "ledger", None), progress=False if args.no_progress else None,
                       minimize_budget_s=budget, resume=args.resume, argv=list(getattr(args, "argv", [])))
+
+
+def add_allow_skipped_option(p) -> None:
+    """``--allow-skipped``: every command that compares engines (and ``verify gate``) takes it."""
+    p.add_argument("--allow-skipped", action="store_true",
+                   help="samples an engine cannot take (special-token segments for a plain-text engine) are "
+                        "reported with their reason, not failing: exit 0 when every other sample was verified "
+                        "(a gate suite's allow_skipped)")
+
+
+def compared_exit(counts, args, complete: bool = True) -> int:
+    """0 when every sample was verified (with ``--allow-skipped``: verified or skipped, at least one
+    verified) and the run is complete, else 1; a run that failed only on skips says so on stderr,
+    with the remedy, in one line."""
+    import sys
+
+    from verify.reports.skips import only_skips_line
+
+    allowed = bool(getattr(args, "allow_skipped", False))
+    if complete and (counts.all_verified or (allowed and counts.verified_or_skipped())):
+        return 0
+    if complete and not allowed and counts.verified_or_skipped():
+        print(only_skips_line(counts.as_dict()), file=sys.stderr)
+    return 1

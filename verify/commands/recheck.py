@@ -29,9 +29,9 @@ from verify.errors import UsageError
 
 
 def _default_cases() -> Path:
-    from verify.config import project_dir
+    from verify.config import declared
 
-    return project_dir() / "adversarial" / "regressions"
+    return declared("adversarial", "regressions")
 
 
 def add_parser(sub) -> None:

@@ -4,9 +4,8 @@ shard-parallel, resumable; see ``verify.pipeline``)."""
 from __future__ import annotations
 
 
-from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import (add_corpus_options, add_engine_options, add_job_options, add_limit_option,
-                                     add_out_option, add_pool_options, check_positive, job_options)
+                                     add_out_option, add_pool_options, check_positive, compared_exit, job_options)
 from verify.errors import UsageError
 
 
@@ -85,7 +84,7 @@ def run(args) -> int:
 
     for line in skip_lines(result.manifest):  # why anything was skipped, and what to do about it
         print(line)
-    return EXIT_OK if result.counts.all_verified and result.complete else EXIT_FINDINGS
+    return compared_exit(result.counts, args, result.complete)
 
 
 def one_line(c, out, complete: bool = True) -> str:

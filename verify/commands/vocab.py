@@ -16,9 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands import EXIT_OK
 from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
-                                     check_positive, job_options)
+                                     check_positive, compared_exit, job_options)
 
 SWEEP_HELP = ("every token of the reference's vocabulary as text (alone, in contexts, in pairs; added/special "
               "tokens and near-misses) through the reference and every candidate; --limit N sweeps the first N "
@@ -96,4 +96,4 @@ def run_sweep(args) -> int:
     print(f"{c.samples} samples: {c.states['verified']} verified, {c.states['diverged']} diverged, "
           f"{c.states['error']} errors, {c.states['crash']} crashes, {c.states['timeout']} timeouts, "
           f"{c.states['skipped']} skipped -> {result.out}")
-    return EXIT_OK if c.all_verified else EXIT_FINDINGS
+    return compared_exit(c, args)

@@ -36,8 +36,9 @@ def open_corpus(value: str, text_field: str | None = None, id_field: str | None 
     if value in named:
         return _from_table(value, named[value], text_field, id_field, root, where or {})
     if where:
-        raise UsageError(f"--where: corpus '{value}' has no partition fields (--where applies to partitioned "
-                         "named corpora such as nemotron-cc)")
+        partitioned = sorted(n for n, t in named.items() if t.get("kind") == "partitioned")
+        raise UsageError(f"--where: '{value}' is no named corpus with partition fields (those here: "
+                         f"{', '.join(partitioned) or 'none'})")
     if value.startswith("hf:"):
         from verify.corpora.hf_datasets import hf_source
 

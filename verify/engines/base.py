@@ -79,10 +79,24 @@ class EngineIdentity:
     vocab: str | None
     vocab_sha256: str | None
     options: dict[str, Any] = field(default_factory=dict)
-    fingerprint: str | None = None
+    fingerprint: str | None = None  # what it does: the ids of fixed probes (equal for engines that agree)
+    # which build it is (``verify.engines.provenance``): the name and version the engine declares
+    # itself (a plugin's ``name``/``version``), the digest of its module's code files and native
+    # extension, and the private environment it runs in (``?pip=``/``?python=``)
+    name: str | None = None
+    version: str | None = None
+    files_digest: str | None = None
+    environment: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def build_label(self) -> str:
+        """``fastokens-b10 0.2.17 (3f2a9c01)``: the distribution, its version, the code digest."""
+        label = " ".join(x for x in (self.package, self.package_version) if x) or self.adapter
+        if self.name and self.name != self.package:
+            label = f"{self.name} {self.version or ''}".strip() + f" ({label})"
+        return label + (f" [{self.files_digest[:8]}]" if self.files_digest else "")
 
 
 @runtime_checkable
@@ -149,7 +163,9 @@ class Adapter:
     counts the calls and computes identity."""
 
     adapter_name: ClassVar[str] = ""
-    package: ClassVar[str | None] = None  # PyPI distribution, for the version
+    package: ClassVar[str | None] = None  # PyPI distribution, for the version (when its module is not found)
+    library_module: str | None = None  # the module it drives (the registry's ``requires``): who provides it
+    environment: dict[str, Any] | None = None  # the private environment it runs in (``?pip=``, ``?python=``)
     capabilities: ClassVar[Capabilities] = Capabilities()
     entry_replaces: ClassVar[tuple[str, ...]] = ()  # older options that ?entry= supersedes (dropped by with_entry)
 
@@ -366,16 +382,29 @@ class Adapter:
                 self._entry_calls = calls
         return self._fingerprint
 
+    def provenance(self):
+        """The distribution providing ``library_module`` as installed here, its version and code
+        digest (``verify.engines.provenance``); looked up once."""
+        if getattr(self, "_provenance", None) is None:
+            from verify.engines.provenance import Provider, provider
+
+            self._provenance = provider(self.library_module) if self.library_module else Provider(None, None, None,
+                                                                                                None)
+        return self._provenance
+
     def identity(self) -> EngineIdentity:
+        found = self.provenance()
         return EngineIdentity(
             spec=self.spec,
             adapter=self.adapter_name,
-            package=self.package,
-            package_version=package_version(self.package),
+            package=found.distribution or self.package,
+            package_version=found.version if found.distribution else package_version(self.package),
             vocab=self.vocab_name,
             vocab_sha256=self.vocab_sha256,
             options=self.options,
             fingerprint=self.fingerprint(),
+            files_digest=found.digest,
+            environment=self.environment,
         )
 
     def run_notes(self) -> dict[str, Any]:

@@ -26,8 +26,6 @@ only sets ``CARGO_TARGET_DIR`` and, for a coverage build, adds to ``RUSTFLAGS``.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -41,7 +39,8 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from verify.atomic import write_json
+from verify.atomic import file_lock, write_json
+from verify.config import cache_folder
 from verify.engines.maturin_coverage import COVERAGE_RUSTFLAGS
 from verify.engines.maturin_source import (CrateSource, archive_snapshot, copy_snapshot, digest_files,
                                            source_files)
@@ -81,11 +80,9 @@ class Build:
 
 
 def cache_root() -> Path:
-    explicit = os.environ.get(CACHE_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "verify" / "maturin"
+    return cache_folder("maturin", CACHE_ENV)
+
+
 
 
 def find_tool(name: str) -> str | None:
@@ -139,23 +136,12 @@ def build_key(digest: str, member: str, request: BuildRequest, tools: dict) -> s
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-@contextlib.contextmanager
-def _locked(path: Path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # another process building the same key: wait for it
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def rev_snapshot(source: CrateSource, cache: Path) -> Path:
     """The sources of ``source.commit`` (PATH@REV), extracted once: a commit never changes."""
     sub = hashlib.sha256(str(source.root).encode()).hexdigest()[:12]
     dest = cache / "revs" / f"{source.commit}-{sub}"
     complete = dest.with_name(dest.name + ".complete")
-    with _locked(dest.with_name(dest.name + ".lock")):
+    with file_lock(dest.with_name(dest.name + ".lock")):
         if not complete.is_file():
             shutil.rmtree(dest, ignore_errors=True)
             archive_snapshot(source, dest)
@@ -181,7 +167,7 @@ def ensure_built(source: CrateSource, request: BuildRequest) -> Build:
     if record_path.is_file():  # the common case, without taking the lock
         return Build(key, folder, folder / "site", _read(record_path), True, time.perf_counter() - started)
     waited_since = time.time()
-    with _locked(cache / "builds" / f"{key[:32]}.lock"):
+    with file_lock(cache / "builds" / f"{key[:32]}.lock"):
         if record_path.is_file():  # built by another process while this one waited
             return Build(key, folder, folder / "site", _read(record_path), True, time.perf_counter() - started)
         failed = folder / "failed.json"
@@ -237,7 +223,7 @@ def _run_maturin(source: CrateSource, snapshot_root: Path, folder: Path, request
         try:
             # One build at a time in a target dir: two builds of one crate (two revisions, two
             # feature sets) write the same final artifact name, which maturin then moves.
-            with _locked(target_dir.with_name(target_dir.name + ".lock")):
+            with file_lock(target_dir.with_name(target_dir.name + ".lock")):
                 _touch(snapshot_root)
                 proc = subprocess.run(cmd, cwd=snapshot_root / source.member, stdout=fh, stderr=subprocess.STDOUT,
                                       env=env, timeout=BUILD_TIMEOUT_S)
@@ -290,8 +276,8 @@ def log_tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
     return "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
 
 
-__all__ = ["Build", "BuildFailed", "BuildRequest", "CACHE_ENV", "cache_root", "ensure_built", "first_error", "find_tool",
-           "log_tail", "toolchain"]
+__all__ = ["Build", "BuildFailed", "BuildRequest", "CACHE_ENV", "cache_folder", "cache_root", "ensure_built",
+           "first_error", "find_tool", "log_tail", "toolchain"]
 
 
 def _first_error(stderr: str) -> str:

@@ -126,13 +126,7 @@ class MaturinEngine(PythonPluginEngine):
         self.source, self.build, factory_name, factory = _prepare(target, self.options, self.spec)
         vocab = self.options.get("target")
         self.engine = factory(str(vocab)) if vocab is not None else factory()
-        self._sessions = callable(getattr(self.engine, "open_session", None))
-        if not callable(getattr(self.engine, "encode_batch", None)) and not self._sessions:
-            raise ConfigError(f"{self.spec}: {factory_name}() returned {type(self.engine).__name__}, which has "
-                              "neither encode_batch(texts) nor open_session()")
-        self.name = getattr(self.engine, "name", None) or self.spec
-        self.capabilities = _capabilities(self.engine, self.spec)
-        self.check_entry()
+        self._adopt(self.engine, f"{self.spec}: {factory_name}()")
         if vocab is not None:
             self.vocab_name = str(vocab)
             path = Path(str(vocab))
@@ -145,7 +139,7 @@ class MaturinEngine(PythonPluginEngine):
         try:
             _, _, _, factory = _prepare(target, dict(options), f"maturin:{target}")
             vocab = options.get("target")
-            capabilities = _capabilities(factory(str(vocab)) if vocab is not None else factory(), target)
+            capabilities = plugin_capabilities(factory(str(vocab)) if vocab is not None else factory(), target)
         except Exception:
             return cls.capabilities, None  # it fails, in one line, when its engine starts
         entry = options.get("entry")
@@ -161,7 +155,7 @@ class MaturinEngine(PythonPluginEngine):
         return MaturinIdentity(
             spec=self.spec, adapter=self.adapter_name, package=package, package_version=version,
             vocab=self.vocab_name, vocab_sha256=self.vocab_sha256, options=self.options,
-            fingerprint=self.fingerprint(),
+            fingerprint=self.fingerprint(), name=self.declared_name, version=self.declared_version,
             build={**{k: record.get(k) for k in ("source_digest", "key", "features", "profile", "coverage",
                                                  "rustflags", "toolchain", "python", "wheel")},
                    # where these sources are: this spec's, not whichever tree first built the same content
@@ -202,11 +196,6 @@ def _prepare(target: str, options: dict[str, Any], spec: str) -> tuple[CrateSour
 def built_crate(build: Build) -> Path:
     """The crate's folder in the snapshot that was built (for PATH@REV: as it was at REV)."""
     return Path(build.record["snapshot"]) / build.record.get("member", ".")
-
-
-def _capabilities(engine, spec: str):
-    capabilities = plugin_capabilities(engine, spec)
-    return dataclasses.replace(capabilities, decode=callable(getattr(engine, "token_bytes", None)))
 
 
 def _package_of(crate: Path) -> tuple[str | None, str | None]:

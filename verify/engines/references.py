@@ -24,7 +24,7 @@ def same_engine(a, b) -> bool:
 
 def reference_for(spec: str, vocab: str | None) -> str:
     """The reference for ``spec``, a candidate on vocabulary ``vocab`` (a known name or a path)."""
-    from verify.config import named_engines, project_dir
+    from verify.config import declared, named_engines
     from verify.engines.registry import parse_spec
     from verify.toml_config import read_toml
     from verify.vocab.known import KNOWN_VOCABS
@@ -34,7 +34,7 @@ def reference_for(spec: str, vocab: str | None) -> str:
                           f"with --reference SPEC (e.g. tiktoken:cl100k_base, hf:path/tokenizer.json)")
     mine = parse_spec(spec)
     named = named_engines()
-    listed = list(read_toml(project_dir() / "engines" / "reference.toml", missing_ok=True).get("engine", {}))
+    listed = list(read_toml(declared("engines", "reference.toml"), missing_ok=True).get("engine", {}))
     for name in [*listed, *MORE_REFERENCES]:
         candidate = named.get(name)
         if candidate is not None and candidate.target == vocab and not same_engine(candidate, mine) \

@@ -9,7 +9,8 @@ Engine specs:
   ADAPTER:TARGET[?opt=value&opt=value]   e.g. tiktoken:cl100k_base, hf:path/tokenizer.json
   WRAPPER:INNER_SPEC[?opt=value]         repair:tiktoken:cl100k_base?window=512: the target is a
                                          whole engine spec, the options are the wrapper's
-  NAME                                   a named spec from engines/*.toml
+  NAME[?opt=value]                       a named spec from engines/*.toml (options merged over its own)
+  ...?pip=REQ[,REQ] / ?python=PATH       the engine in a private environment (verify.engines.environments)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from importlib import metadata
 from typing import Any
 from urllib.parse import parse_qsl
 
+from verify.engines.environments import check_loaded_from, environment_for, split_options
 from verify.engines.registry_entry import AdapterEntry, EngineSpec
 from verify.engines.thirdparty import THIRD_PARTY_ADAPTERS
 from verify.errors import ConfigError, UnknownEngineError
@@ -79,16 +81,23 @@ def parse_spec(text: str) -> EngineSpec:
     named = named_engines()
     if text in named:
         return named[text]
+    name, has_query, query = text.partition("?")
+    if has_query and name in named:  # NAME?entry=batch: the name's options, then these
+        base = named[name]
+        return EngineSpec(base.adapter, base.target, {**base.options, **_options(query)}, text)
     adapter, sep, rest = text.partition(":")
     if not sep:
         known = ", ".join(sorted(named)) or "none"
         raise UnknownEngineError(
-            f"unknown engine '{text}': use ADAPTER:VOCAB (adapters: {', '.join(adapters())}) "
+            f"unknown engine '{name}': use ADAPTER:VOCAB (adapters: {', '.join(adapters())}) "
             f"or a named engine (known: {known})"
         )
     target, _, query = rest.partition("?")
-    options = {k: _option_value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
-    return EngineSpec(adapter, target, options, text)
+    return EngineSpec(adapter, target, _options(query), text)
+
+
+def _options(query: str) -> dict[str, Any]:
+    return {k: _option_value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
 
 
 def _option_value(raw: str) -> Any:
@@ -109,7 +118,16 @@ def build_engine(spec: str | EngineSpec):
         raise UnknownEngineError(
             f"unknown engine adapter '{parsed.adapter}' in '{parsed.text}' (adapters: {', '.join(adapters())})"
         )
-    cls = entry.load()
     if not parsed.target:
         raise ConfigError(f"engine spec '{parsed.text}' names no vocabulary or target after '{parsed.adapter}:'")
-    return cls(parsed.target, parsed.options, spec=parsed.text)
+    options, wanted = split_options(parsed.options)
+    environment = environment_for(wanted) if wanted else None
+    if environment is not None:
+        environment.activate()  # before the adapter's module is looked for: it may live only there
+    engine = entry.load()(parsed.target, options, spec=parsed.text)
+    if engine.library_module is None:
+        engine.library_module = entry.requires
+    if environment is not None:
+        engine.environment = environment.describe()
+        check_loaded_from(environment, engine.library_module, parsed.text)
+    return engine

@@ -42,6 +42,7 @@ class AdapterEntry:
 def describe_adapter(entry: AdapterEntry) -> str:
     """One block of `verify engines` output. Imports the adapter only when installed."""
     from verify.engines.base import package_version
+    from verify.engines.provenance import provider
 
     if not entry.installed():
         return f"{entry.name:16} not installed  ({entry.install_hint})  {entry.summary}"
@@ -50,9 +51,16 @@ def describe_adapter(entry: AdapterEntry) -> str:
         return ", ".join(value) if isinstance(value, (tuple, list)) else str(value)
 
     caps = ", ".join(f"{k}={shown(v)}" for k, v in cls.capabilities.as_dict().items() if v not in (False, None, (), []))
-    version = package_version(cls.package) or "-"
+    found = provider(entry.requires, digest=False) if entry.requires else None
+    if found is not None and found.distribution:  # what is installed here: a fork under its own name too
+        package, version = found.distribution, found.version or "-"
+    else:
+        package, version = cls.package or entry.origin, package_version(cls.package) or "-"
     offline = getattr(importlib.import_module(cls.__module__), "OFFLINE_VOCABS", None)
-    line = f"{entry.name:16} {cls.package or entry.origin} {version}  [{caps}]  {entry.summary}"
+    line = f"{entry.name:16} {package} {version}  [{caps}]  {entry.summary}"
+    supported = getattr(cls, "supported_builds", None)
+    if supported:
+        line += f"\n{'':16} builds it supports: {supported}"
     if offline is not None:
         line += f"\n{'':16} offline vocabularies here: {', '.join(offline) or 'none (hub only)'}"
     return line

@@ -69,6 +69,8 @@ class WrappedEngine(Adapter):
             spec=self.spec, adapter=self.adapter_name, package=inner.package,
             package_version=inner.package_version, vocab=inner.vocab, vocab_sha256=inner.vocab_sha256,
             options={**self.options, "inner": inner.as_dict()}, fingerprint=inner.fingerprint,
+            name=inner.name, version=inner.version, files_digest=inner.files_digest,
+            environment=self.environment or inner.environment,
         )
 
     def session_notes(self) -> dict[str, Any]:

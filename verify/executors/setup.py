@@ -55,7 +55,11 @@ class WorkerSetup:
     def run(self, index: int, shard: "Shard", executors: list, context: "TaskContext") -> "ShardResult":
         if self.task is None:
             raise VerifyError("this run has no shard task")
-        return self.task(index, shard, executors, context)
+        from verify.corpora.shards import READERS
+        from verify.rundir.status import watched
+
+        # a shard that is no corpus shows its progress through the samples its task sends
+        return self.task(index, shard, watched(executors, shard.id, counted=shard.kind in READERS), context)
 
 
 @dataclass

@@ -7,7 +7,8 @@
                   cluster (skipped samples, an incomplete run, unverified samples that no
                   cluster explains, a check that ran nothing), ``skips`` (per engine and
                   reason, with the remedy: ``verify.reports.skips``) and ``empty`` (the parts
-                  of the check its budget left empty, from the hunt's own notes). Whether it
+                  of the check its budget left empty, from the hunt's own notes, in the suite's
+                  words: a part that ran nothing fails the check, naming the key to raise). Whether it
                   passes is decided with the allowlist (``verify.gate.verdict``). Saved as
                   OUT/checks/NAME/gate-check.json.
 """
@@ -15,6 +16,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -56,6 +58,7 @@ class CheckRun:
     detail: str | None = None  # a harness bug's whole message (a worker's traceback)
     skips: list[dict[str, Any]] = field(default_factory=list)  # {engine, reason, count, remedy} per engine and reason
     empty: list[str] = field(default_factory=list)  # parts of the check that ran nothing, as the hunt noted them
+    cut: str | None = None  # the gate's deadline cut it, or left it no time to start (verify.gate.deadline)
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": RESULT_SCHEMA, **asdict(self)}
@@ -72,6 +75,17 @@ def manifest_of(out: Path) -> dict[str, Any]:
 
     path = out / "manifest.json"
     return jsonl.load(path) if path.is_file() else {}
+
+
+# a hunt's notes name its command's flags; in a gate the same knob is a suite key
+SUITE_KEYS = {"--stress-budget": "stress_seconds", "--budget": "seconds", "--max-examples": "examples",
+              "--max-chars": "max_chars", "--limit": "limit", "--minimize-budget": "minimize_budget",
+              "--timeout": "timeout", "--memory-limit-mb": "memory_limit_mb"}
+
+
+def in_suite_terms(note: str) -> str:
+    """A hunt's note as a gate says it: ``(raise --stress-budget)`` -> ``(raise stress_seconds)``."""
+    return re.sub(r"--[a-z][a-z-]*", lambda m: SUITE_KEYS.get(m.group(0), m.group(0)), note)
 
 
 def _hunt_notes(manifest: dict[str, Any]) -> list[str]:
@@ -98,10 +112,11 @@ def tally(run: CheckRun, outs: list[Path], allow_skipped: bool) -> None:
         seconds += float(manifest.get("seconds") or 0.0)
         traces = traces or replays_traces(manifest)
         for note in _hunt_notes(manifest):
+            note = in_suite_terms(note)
             note = f"{out.name}: {note}" if len(outs) > 1 else note  # which candidate's run, when there are several
-            if note not in run.empty:
+            if note not in run.empty:  # a part its budget left empty: the check did not check it, so it fails
                 run.empty.append(note)
-                run.notes.append(f"ran nothing: {note}")
+                run.problems.append(f"ran nothing: {note}")
         if not manifest.get("complete", False):
             run.problems.append(f"incomplete: {manifest.get('aborted') or 'shards failed or were not run'} "
                                 f"(see {out.name}/manifest.json; verify gate --resume retries)")

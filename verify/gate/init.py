@@ -15,10 +15,11 @@ What goes in follows from the candidate itself, loaded once here:
   encoding); ``recheck`` only when adversarial/regressions/ has cases for it; an engine
   without special-token support gets ``allow_skipped`` wherever the inputs carry special
   segments, and no special-token length family;
-* the **budgets** are the profile's: ``pr`` fits five minutes on two cores for an engine
-  at most four times slower than tiktoken (a slower one, measured here on the smoke corpus
-  against tiktoken, gets smaller slices, said in the file), ``nightly`` sweeps in full (every code point, every token,
-  the whole generated corpus, inputs to 500,000 characters).
+* the **budgets** are measured, not assumed: the candidate and the reference encode the smoke
+  corpus here (``verify.gate.budget.measure_pair``), and each check is sized so that the suite
+  fits the profile on this machine -- ``pr`` five minutes, ``nightly`` thirty -- with the
+  predicted seconds of each check printed and written beside it; ``[gate] deadline`` holds the
+  promise (a check cut by it fails and says so).
 
 The suite is checked by ``verify.gate.suite.parse_suite`` before it is written, and an
 ``allowlist.toml`` is put beside it when there is none (the suite names it).
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,9 +39,8 @@ from verify.rundir.paths import folder_to_write
 
 PROFILES = ("pr", "nightly")
 ALLOWLIST_FILE = "allowlist.toml"
-PR_BUDGET_S = 300  # the pr profile's promise: five minutes on two cores
-YARDSTICK = "tiktoken:cl100k_base"  # what a candidate's speed is measured against (in every install)
-SLOW_RATIO = 4.0  # slower than this many times tiktoken: the pr slices shrink
+WORKERS = 2  # the suite's shard workers
+MINIMIZE_BUDGET_S = {"pr": 10, "nightly": 30}  # per check, to minimise one finding per cluster
 
 # The library whose format a vocabulary is written in: the natural reference when
 # engines/*.toml names none (an install from a wheel, without the checkout's tables).
@@ -71,7 +70,7 @@ class Facts:
     special_tokens: bool
     sessions: bool
     decode: bool
-    slowness: float = 1.0  # the candidate's time on the smoke corpus over tiktoken's (cl100k), measured here
+    pair_seconds: float = 0.25  # the candidate and the reference on the smoke corpus, measured here
 
 
 @dataclass
@@ -81,35 +80,32 @@ class Written:
     checks: list[str]
     allowlist: Path | None  # written beside the suite (None: one was there)
     notes: list[str] = field(default_factory=list)
+    plan: list[tuple[str, float]] = field(default_factory=list)  # (check, predicted seconds here)
+    pair_seconds: float = 0.0
+    budget_s: float = 0.0
 
 
-def inspect_candidate(spec: str) -> Facts:
-    """Load the candidate in this process and time it on the smoke corpus against tiktoken
-    (the best of three, interleaved, so a busy machine slows both alike)."""
-    from verify.corpora.generated import generate_one
+def candidate_facts(spec: str, engine) -> Facts:
+    caps = engine.capabilities
+    return Facts(spec, engine.identity().vocab, bool(caps.special_tokens), bool(caps.sessions), bool(caps.decode))
+
+
+def inspect_candidate(spec: str, reference: str | None = None) -> tuple[Facts, str]:
+    """Load the candidate in this process, choose its reference (unless given), and time the two
+    on the smoke corpus (``verify.gate.budget.measure_pair``). Returns the facts and the reference."""
     from verify.engines.registry import build_engine
+    from verify.gate.budget import measure_pair
 
     engine = build_engine(spec)
     try:
-        caps = engine.capabilities
-        samples = [generate_one(1, i, 200, 0) for i in range(200)]  # the smoke corpus
-        if not caps.special_tokens:
-            samples = [s for s in samples if s.is_plain]
-        yardstick = build_engine(YARDSTICK)
+        facts = candidate_facts(spec, engine)
+        reference = reference or choose_reference(facts)
+        other = build_engine(reference)
         try:
-            times = {id(engine): [], id(yardstick): []}
-            for each in (engine, yardstick):
-                each.encode_batch(samples[:8])  # lazy set-up is not speed
-            for _ in range(3):
-                for each in (engine, yardstick):
-                    started = time.perf_counter()
-                    each.encode_batch(samples)
-                    times[id(each)].append(time.perf_counter() - started)
+            facts.pair_seconds = round(measure_pair(engine, other, plain_only=not facts.special_tokens), 4)
         finally:
-            yardstick.close()
-        slowness = min(times[id(engine)]) / max(min(times[id(yardstick)]), 1e-6)
-        return Facts(spec, engine.identity().vocab, bool(caps.special_tokens), bool(caps.sessions),
-                     bool(caps.decode), round(slowness, 2))
+            other.close()
+        return facts, reference
     finally:
         engine.close()
 
@@ -124,42 +120,36 @@ def choose_reference(facts: Facts) -> str:
 def regression_cases(candidate: str) -> int:
     """How many cases of adversarial/regressions/ are recorded for exactly this engine."""
     from verify.adversarial.regressions.cases import load_cases
-    from verify.config import project_dir
+    from verify.config import declared
     from verify.engines.references import same_engine
     from verify.engines.registry import parse_spec
 
-    folder = project_dir() / "adversarial" / "regressions"
+    folder = declared("adversarial", "regressions")
     if not folder.is_dir():
         return 0
     mine = parse_spec(candidate)
     return sum(1 for case in load_cases(folder) if same_engine(parse_spec(case.engine), mine))
 
 
-def speed_scale(facts: Facts, profile: str) -> float:
-    """1 for an engine at most ``SLOW_RATIO`` times slower than tiktoken; 1/2, 1/4, 1/8 for
-    slower ones (pr only: a nightly has the night)."""
-    if profile != "pr" or facts.slowness <= SLOW_RATIO:
-        return 1.0
-    return 0.5 if facts.slowness <= 2 * SLOW_RATIO else 0.25 if facts.slowness <= 4 * SLOW_RATIO else 0.125
+def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
+                ) -> list[tuple[str, dict[str, Any], float]]:
+    """``(comment, row, predicted seconds)`` per ``[[check]]``, in the order they run, each sized
+    (``verify.gate.budget.fit_sizes``) so that the suite fits the profile here."""
+    from verify.gate.budget import LENGTH_CHARS, LIMITS, Costs, fit_sizes, predict
 
-
-def plan_checks(facts: Facts, profile: str, cases: int, scale: float = 1.0) -> list[tuple[str, dict[str, Any]]]:
-    """``(comment, row)`` per ``[[check]]``, in the order they run."""
     pr = profile == "pr"
     plain_only = not facts.special_tokens
     skip = {"allow_skipped": True} if plain_only else {}
+    costs = Costs(facts.pair_seconds, workers, MINIMIZE_BUDGET_S[profile])
     rows: list[tuple[str, dict[str, Any]]] = []
 
-    sample = round(0.2 * scale, 3) if pr else None
     rows.append(("Our generated corpus: 12+ scripts, code, JSON, control characters, special-token literals, "
-                 + ("long documents; a deterministic slice." if pr else "the three long documents; all of it.")
+                 "long documents" + ("; a deterministic slice." if pr else "; as much as fits.")
                  + (" Samples with special-token segments are skipped for an engine without special tokens: "
                     "reported, not failing." if plain_only else ""),
-                 {"name": "corpus", "kind": "corpus", "corpus": ["default"],
-                  **({"sample": sample, "seed": 1} if sample else {}), **skip}))
+                 {"name": "corpus", "kind": "corpus", "corpus": ["default"], **({"seed": 1} if pr else {}), **skip}))
     if facts.sessions or facts.special_tokens:
-        sessions = max(2, int(8 * scale)) if pr else 64
-        replay: dict[str, Any] = {"name": "agent-replay", "kind": "replay", "traces": [f"agent:1:{sessions}"]}
+        replay: dict[str, Any] = {"name": "agent-replay", "kind": "replay", "traces": ["agent:1:8"]}
         if facts.sessions and facts.special_tokens:
             why = "Agent sessions replayed turn by turn through the engine's stateful sessions."
         elif facts.sessions and "template" in replay_keys():
@@ -175,36 +165,58 @@ def plan_checks(facts: Facts, profile: str, cases: int, scale: float = 1.0) -> l
                    "(chat-template special tokens beside user text); reported as skipped, failing only on a finding.")
             replay["allow_skipped"] = True
         rows.append((why, replay))
-    fuzz = {"examples": max(100, int(400 * scale)), "seconds": 30, "seed": 1} if pr else \
-        {"examples": 5000, "seconds": 900}
     rows.append(("Hypothesis strategies for tokenizer-hostile text and segments, then the stress phase "
                  "(10^4-10^5 samples in one call, inputs across the chunking thresholds)"
                  + ("; a fixed seed, so a pull request sees the same inputs twice." if pr else
                     "; a new seed every night."),
-                 {"name": "fuzz", "kind": "fuzz", **fuzz, **skip}))
-    full_unicode = not pr or scale >= 0.5
-    rows.append(("Every code point in contexts derived from the reference's pre-tokenizer pattern"
-                 + ("." if full_unicode else ": the first 0x3000 (Latin to CJK punctuation) for a slow engine."),
-                 {"name": "unicode", "kind": "unicode",
-                  **({"full": True} if full_unicode else {"range": ["0000", "3000"]})}))
-    vocab = {"limit": max(250, int(2000 * scale))} if pr else {}
+                 {"name": "fuzz", "kind": "fuzz", **({"seed": 1} if pr else {}), **skip}))
+    rows.append(("Every code point in contexts derived from the reference's pre-tokenizer pattern (from U+0000 "
+                 "up, as far as fits).", {"name": "unicode", "kind": "unicode", "full": True}))
     rows.append(("Vocabulary tokens as text, alone and in context, pairs across pre-token boundaries, and every "
-                 "special token with allow_special false and true plus near-misses"
-                 + (" (the first token ids)." if pr else " (every token)."),
-                 {"name": "vocab", "kind": "vocab", **vocab, **skip}))
+                 "special token with allow_special false and true plus near-misses (from the first token id, as "
+                 "many as fit).", {"name": "vocab", "kind": "vocab", **skip}))
     if cases:
         rows.append((f"The {cases} regression case(s) of adversarial/regressions/ recorded for this engine: "
                      "each must still behave as recorded.", {"name": "recheck", "kind": "recheck"}))
-    meta = {"corpus": ["smoke"], "limit": max(25, int(100 * scale)), "stress_seconds": 10} if pr else \
-        {"corpus": ["default"], "limit": 1000, "stress_seconds": 60}
-    rows.append(("The engine against itself: repeat, fresh vs warm, batch vs single, threads, decode, stress.",
-                 {"name": "metamorphic", "kind": "metamorphic", **meta}))
+    rows.append(("The engine against itself: repeat, fresh vs warm, batch vs single, threads, decode, stress "
+                 "(stress_seconds fits the big batch here).",
+                 {"name": "metamorphic", "kind": "metamorphic", "corpus": ["smoke" if pr else "default"],
+                  "stress_seconds": costs.stress_seconds()}))
     kinds = ["run", "block", "separator"] + ([] if plain_only else ["special"]) + ([] if pr else ["token"])
     rows.append(("Every character class, block and separator grown until the engine first differs, bisected"
                  + (" (past the 25,000-character chunk threshold)." if pr else
                     " (past 400,000: every chunking threshold we know)."),
-                 {"name": "length", "kind": "length", "max_chars": 30000 if pr else 500000, "kinds": kinds, **skip}))
-    return rows
+                 {"name": "length", "kind": "length", "max_chars": LENGTH_CHARS[profile], "kinds": kinds, **skip}))
+
+    by_kind = {row["kind"]: row for _, row in rows}
+    sizes = fit_sizes(profile, costs, by_kind)
+    for kind, size in sizes.items():
+        row = by_kind[kind]
+        high = LIMITS[kind][1]
+        if kind == "corpus" and size < high:
+            row["sample"] = round(size, 3)
+        elif kind == "corpus":
+            row.pop("seed", None)  # the whole corpus: no sample to seed
+        elif kind == "replay":
+            row["traces"] = [f"agent:1:{int(size)}"]
+        elif kind == "unicode" and size < high:
+            row.pop("full")
+            row["range"] = ["0000", f"{int(size):04X}"]
+        elif kind == "vocab" and size < high:
+            row["limit"] = int(size)
+        elif kind == "metamorphic":
+            row["limit"] = int(size)
+        elif kind == "length":
+            row["max_chars"] = int(size)
+        elif kind == "fuzz":
+            # about what the search reaches in that time; in pr the count binds and the seconds are a cap,
+            # so a pull request's gate sees the same inputs on every run (the seed is fixed)
+            row["examples"] = max(100, int(13 * size))
+            row["seconds"] = int(size) * (3 if pr else 1)
+    ordered = ("name", "kind", "corpus", "traces", "template", "sample", "seed", "examples", "seconds", "full",
+               "range", "limit", "stress_seconds", "max_chars", "kinds", "allow_skipped")
+    return [(comment, {k: row[k] for k in sorted(row, key=lambda k: ordered.index(k) if k in ordered else 99)},
+             round(predict(row["kind"], row, costs), 1)) for comment, row in rows]
 
 
 def replay_keys() -> set[str]:
@@ -229,28 +241,31 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")[:40] or "engine"
 
 
-def render_suite(facts: Facts, reference: str, profile: str, rows, scale: float, allowlist: str) -> str:
+def render_suite(facts: Facts, reference: str, profile: str, rows, allowlist: str) -> str:
+    from verify.gate.budget import profile_budget
+
     name = f"{profile}-{_slug(facts.spec)}"
-    pr = profile == "pr"
+    budget = profile_budget(profile)
+    total = sum(seconds for _, _, seconds in rows)
     head = [f"# The {profile} gate for {facts.spec} against {reference}"
             + (f" on {facts.vocab}." if facts.vocab else "."),
             f"# Written by: verify gate init --candidate {facts.spec} --reference {reference} --profile {profile}",
             "# Run it:     verify gate THIS_FILE --out gate-out [--baseline PREVIOUS_GATE_OUT]",
-            "# Budgets: " + ("about five minutes on two cores; " if pr else "full sweeps, for a night; ")
-            + "the format and every key: ci/README.md.",
+            f"# Budget: the whole gate in {budget:g} s (deadline below). Sized on the machine that wrote it: the "
+            f"candidate and the reference encode the smoke corpus in {facts.pair_seconds:g} s together, so about "
+            f"{total:.0f} s here with {WORKERS} workers; each check's estimate is beside it. The format and every "
+            "key: ci/README.md.",
             f"# The candidate: special tokens {'yes' if facts.special_tokens else 'no'}, stateful sessions "
-            f"{'yes' if facts.sessions else 'no'}, decode {'yes' if facts.decode else 'no'}; "
-            + ("about as fast as tiktoken." if facts.slowness <= SLOW_RATIO else
-               f"{facts.slowness:g} times slower than tiktoken, so the slices below are {scale:g} of the usual "
-               "pr budgets.")]
+            f"{'yes' if facts.sessions else 'no'}, decode {'yes' if facts.decode else 'no'}."]
     lines = head + ["", "[gate]", f"name = {_toml_value(name)}",
                     f"description = {_toml_value(f'{facts.spec} (the candidate) against {reference} (the reference)')}",
                     f"reference = {_toml_value(reference)}", f"candidates = {_toml_value([facts.spec])}",
                     f"allowlist = {_toml_value(allowlist)}   # beside this file",
-                    "workers = 2", f"minimize_budget = {10 if pr else 30}   # seconds per check to minimise "
-                    "one finding per cluster"]
-    for comment, row in rows:
-        lines += ["", *(f"# {part}" for part in _wrap(comment)), "[[check]]"]
+                    f"workers = {WORKERS}", f"minimize_budget = {MINIMIZE_BUDGET_S[profile]}   # seconds per check to "
+                    "minimise one finding per cluster",
+                    f"deadline = {budget:g}   # seconds for the whole gate: a check it cuts fails and says so"]
+    for comment, row, seconds in rows:
+        lines += ["", *(f"# {part}" for part in _wrap(f"{comment} About {seconds:.0f} s here.")), "[[check]]"]
         lines += [f"{key} = {_toml_value(value)}" for key, value in row.items()]
     return "\n".join(lines) + "\n"
 
@@ -280,11 +295,11 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
     folder_to_write(path.parent, "the folder of --write")
     if reference is not None and reference == candidate:
         raise UsageError(f"{candidate} cannot be its own reference")
-    facts = inspect_candidate(candidate)
-    reference = reference or choose_reference(facts)
-    scale = speed_scale(facts, profile)
-    rows = plan_checks(facts, profile, regression_cases(candidate), scale)
-    text = render_suite(facts, reference, profile, rows, scale, ALLOWLIST_FILE)
+    from verify.gate.budget import profile_budget
+
+    facts, reference = inspect_candidate(candidate, reference)
+    rows = plan_checks(facts, profile, regression_cases(candidate))
+    text = render_suite(facts, reference, profile, rows, ALLOWLIST_FILE)
     path.parent.mkdir(parents=True, exist_ok=True)
     allowlist = path.parent / ALLOWLIST_FILE
     made_allowlist = not allowlist.exists()
@@ -293,10 +308,14 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
     parse_suite(parse_toml(text, f"the {profile} suite for {candidate}"), path)  # what we write must load
     atomic.write_text(path, text)
     notes = []
-    if scale < 1:
-        notes.append(f"{candidate} encodes {facts.slowness:g} times slower than tiktoken here: pr slices scaled "
-                     f"to {scale:g}")
+    budget = profile_budget(profile)
+    total = sum(seconds for _, _, seconds in rows)
+    if total > budget:
+        notes.append(f"even at their smallest sizes the checks take about {total:.0f} s here, over the {profile} "
+                     f"profile's {budget:g} s: the deadline will cut the last ones (a slower engine: drop checks, or "
+                     "use --profile nightly)")
     if not facts.special_tokens:
         notes.append(f"{candidate} has no special-token support: checks whose inputs carry special segments "
                      "allow skipped samples (each skip is reported with its reason)")
-    return Written(path, reference, [row["name"] for _, row in rows], allowlist if made_allowlist else None, notes)
+    return Written(path, reference, [row["name"] for _, row, _ in rows], allowlist if made_allowlist else None,
+                   notes, [(row["name"], seconds) for _, row, seconds in rows], facts.pair_seconds, budget)

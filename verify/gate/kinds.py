@@ -178,11 +178,11 @@ def run_recheck(ctx: CheckContext, run: CheckRun) -> None:
     import shutil
 
     from verify.adversarial.regressions.cases import load_cases
-    from verify.config import project_dir
+    from verify.config import declared
     from verify.jobs.recheck import recheck_job
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out
-    folder = Path(o.get("cases") or project_dir() / "adversarial" / "regressions")
+    folder = Path(o.get("cases") or declared("adversarial", "regressions"))
     cases = [c for c in load_cases(folder) if any(_same_engine(c.engine, cand) for cand in suite.candidates)]
     fresh_folder(out)
     if not cases:

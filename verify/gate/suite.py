@@ -38,7 +38,7 @@ GATE_KEYS: dict[str, Callable] = {
     "name": text, "description": text, "reference": text, "candidates": texts, "allowlist": text,
     "workers": integer(1, MAX_WORKERS), "in_process": boolean, "timeout": seconds(True, MAX_TIMEOUT_S),
     "load_timeout": seconds(True, MAX_SECONDS), "memory_limit_mb": integer(64, MAX_MEMORY_MB),
-    "minimize_budget": seconds(False), "fail_on_skip": boolean,
+    "minimize_budget": seconds(False), "fail_on_skip": boolean, "deadline": seconds(True, MAX_TIMEOUT_S),
 }
 COMMON_KEYS: dict[str, Callable] = {"name": text, "kind": text, "minimize_budget": seconds(False),
                                     "allow_skipped": boolean}
@@ -72,6 +72,8 @@ class Suite:
     memory_limit_mb: int | None = None
     fail_on_skip: bool = False
     load_timeout_s: float | None = None
+    deadline_s: float | None = None  # the whole gate's (verify.gate.deadline); not in the digest: a resume may
+    #                                  change it
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def digest(self) -> str:
@@ -177,7 +179,7 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
                  workers=settings.get("workers", 1), in_process=settings.get("in_process", False),
                  timeout_s=settings.get("timeout"), memory_limit_mb=settings.get("memory_limit_mb"),
                  fail_on_skip=settings.get("fail_on_skip", False), load_timeout_s=settings.get("load_timeout"),
-                 raw=doc)
+                 deadline_s=settings.get("deadline"), raw=doc)
 
 
 def load_suite(path: Path) -> Suite:

@@ -21,7 +21,8 @@ that found one ran tonight and did not) and ``not_rechecked``, the last two with
 baseline's reproducer, and every check's throughput before and after.
 
 Clusters are identified by (engine, reference, key); the same cluster found by two
-checks is one cluster whose ``checks`` lists both and whose ``size`` adds their findings.
+checks is one cluster whose ``checks`` lists both, whose ``size`` adds their findings and
+whose ``sizes`` keeps each check's own.
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ def _merge(runs: list[CheckRun]) -> dict[tuple, dict[str, Any]]:
         for c in run.clusters:
             ident = identity(c)
             if ident not in merged:
-                merged[ident] = {**c, "checks": list(c.get("checks") or [run.name])}
+                merged[ident] = {**c, "checks": list(c.get("checks") or [run.name]),
+                                 "sizes": {run.name: c.get("size", 0)}}
                 continue
             m = merged[ident]
             m["size"] += c.get("size", 0)
+            m["sizes"][run.name] = m["sizes"].get(run.name, 0) + c.get("size", 0)  # each check's own findings
             m["checks"] += [name for name in c.get("checks") or [run.name] if name not in m["checks"]]
             if m.get("reproducer") is None or (c.get("minimized") and not m.get("minimized")):
                 for k in ("reproducer", "minimized", "first_difference", "sample_id", "input_file", "source",
@@ -169,11 +172,14 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
                        "note": "; ".join(run.problems + run.notes) or None, "problems": run.problems,
                        "throughput": run.throughput, "error_class": run.error_class,
                        "clusters": sorted({c["key"] for c in run.clusters}),
-                       "skips": list(run.skips), "empty": list(run.empty)})
+                       "skips": list(run.skips), "empty": list(run.empty), "cut": run.cut})
     reasons = []
     bad_checks = [c["name"] for c in checks if c["status"] in ("fail", "error")]
     if bad_checks:
         reasons.append(f"checks failed: {', '.join(bad_checks)}")
+    cut = [c["name"] for c in checks if c["cut"]]
+    if cut:
+        reasons.append(f"the deadline cut: {', '.join(cut)}")
     for status in FAILING_CLUSTER:
         n = sum(c["status"] == status for c in clusters)
         if n:

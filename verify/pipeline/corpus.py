@@ -28,7 +28,7 @@ from verify.pipeline.records_task import records_task
 # the options a resume takes from the saved plan when the command line leaves them unsaid
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "sample_rate", "sample_seed", "strict",
                  "timeout_s", "memory_limit_mb", "trace_format", "trace_template", "ledger_audit",
-                 "ledger_audit_seed")
+                 "ledger_audit_seed", "corpus_root")
 
 
 @dataclass
@@ -76,7 +76,9 @@ class RunOptions:
                 "ledger_audit": DEFAULT_AUDIT_RATE if self.ledger_audit is None else self.ledger_audit,
                 "ledger_audit_seed": self.ledger_audit_seed or 0,
                 # which files a folder holds; absent when off, so runs planned before it resume alike
-                **({"follow_symlinks": True} if self.follow_symlinks else {})}
+                **({"follow_symlinks": True} if self.follow_symlinks else {}),
+                # where a named corpus with a root is (recorded, so --resume needs only --out)
+                **({"corpus_root": self.corpus_root} if self.corpus_root else {})}
 
     def engine_options(self) -> EngineOptions:
         loading = {"load_timeout_s": self.load_timeout_s} if self.load_timeout_s else {}

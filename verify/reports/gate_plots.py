@@ -6,8 +6,8 @@ as clusters with sizes).
 
 ``outcomes``: every check's samples by state, each bar the check's share (a sweep of a
 million code points beside a corpus of 400 documents); ``clusters``: every check's
-clusters by status; per check, its findings by class (cluster sizes by the first two parts
-of the cluster key) and its samples committed over time (from its shard markers, in every
+clusters by status; per check, its own findings by class (each cluster's findings in that
+check, by the first two parts of the cluster key) and its samples committed over time (from its shard markers, in every
 run folder of the check: a metamorphic check over several candidates has one each).
 """
 
@@ -77,12 +77,15 @@ def gate_plots(gate: dict[str, Any], out: Path | None) -> dict[str, Any]:
     for c in checks:
         classes: Counter = Counter()
         for cluster in gate["clusters"]:
-            if c["name"] in cluster["checks"] and isinstance(cluster["size"], int):
-                classes[cluster_class(cluster["key"])] += cluster["size"]
+            if c["name"] in cluster["checks"]:  # this check's own findings, not the gate-wide size
+                own = cluster["sizes"].get(c["name"]) if cluster.get("sizes") else \
+                    cluster["size"] if len(cluster["checks"]) == 1 else None
+                if isinstance(own, int) and own:
+                    classes[cluster_class(cluster["key"])] += own
         folders = run_folders(Path(out) / c["folder"]) if out is not None and c["folder"] else []
         points = committed_over_time(folders)
         per_check[c["name"]] = {
-            "classes": bar_chart("Findings by class (cluster sizes)", classes, top=8, empty="no clusters"),
+            "classes": bar_chart("This check's findings by class", classes, top=8, empty="no clusters"),
             "throughput": line_chart("Samples committed over time", points, y_unit="samples",
                                      empty="no timed shard commits" if folders else "no run folder")}
     return {"outcomes": outcomes, "clusters": clusters, "checks": per_check}

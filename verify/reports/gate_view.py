@@ -150,7 +150,10 @@ def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> 
     minimised = c.get("minimized")
     rule = c.get("allowlist") if isinstance(c.get("allowlist"), dict) else None
     checks = [str(n) for n in c.get("checks") or [] if isinstance(n, (str, int))]
-    return {"key": _text(c.get("key")), "engine": _text(c.get("engine")), "reference": _text(c.get("reference")),
+    sizes = c.get("sizes") if isinstance(c.get("sizes"), dict) else {}
+    return {"sizes": {visible(str(k), 60): v for k, v in sizes.items() if _int(v) is not None},
+            "accept": accept_row(c), "key": _text(c.get("key")), "engine": _text(c.get("engine")),
+            "reference": _text(c.get("reference")),
             "status": status or _status(c.get("status")), "size": _int(c.get("size")) if _int(c.get("size")) is not None
             else MISSING, "reproducer": reproducer, "minimised": minimised if isinstance(minimised, bool) else None,
             "difference": _difference(c.get("first_difference")), "checks": [visible(n, 60) for n in checks],
@@ -158,6 +161,24 @@ def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> 
             "source": inside(out, c.get("source")), "input_link": inside(out, c.get("input_file")),
             "rule": None if rule is None else {"reason": _text(rule.get("reason"), 200), "link": safe_link(rule.get("link")),
                                                "link_text": _text(rule.get("link")), "expires": _text(rule.get("expires"))}}
+
+
+def accept_row(c: dict[str, Any]) -> list[str]:
+    """The allowlist row that accepts this cluster, ready to paste (``verify.allowlist``): the
+    engine as an anchored regex, the exact key, and the keys it still needs filled in."""
+    engine, key = c.get("engine"), c.get("key")
+    if not isinstance(key, str):
+        return []
+    lines = ["[[allow]]"]
+    if isinstance(engine, str) and engine:
+        lines.append(f"engine = {_toml_string('^' + re.escape(engine) + '$')}")
+    lines += [f"key = {_toml_string(key)}", 'reason = "why it is accepted"', 'link = "https://..."',
+              "expires = 2099-12-31"]
+    return lines  # shown through the page's finalize: invisible characters as escapes
+
+
+def _toml_string(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)  # JSON's string escapes are TOML's basic-string escapes
 
 
 def _skips(value: Any) -> list[dict[str, Any]]:
@@ -265,17 +286,25 @@ def normalise_gate(doc: dict[str, Any], out: Path | None = None) -> dict[str, An
             "clusters": clusters, "failing": [c for c in clusters if c["status"] in FAILING_STATUS],
             "clusters_by_status": by_status, "allowlist": allowlist, "baseline": _baseline(doc, checks, out),
             "skips": [{"check": c["name"], **s} for c in checks for s in c["skips"]],
+            "allowlist_file": _text(doc.get("allowlist_file"), 300) if doc.get("allowlist_file") else None,
             "files": [f for f in (inside(out, n) for n in GATE_FILES) if f]}
+
+
+def read_document(path: Path) -> Any:
+    """A report's JSON file as data; None when it is not there; one line (exit 2) when it is no JSON."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise UsageError(f"{path}: not readable as JSON ({exc})") from None
 
 
 def load_gate(out: Path) -> dict[str, Any] | None:
     path = Path(out) / GATE_FILE
-    if not path.is_file():
+    doc = read_document(path)
+    if doc is None:
         return None
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise UsageError(f"{path}: not readable as JSON ({exc})") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: not a verify.gate/1 object")
     return normalise_gate(doc, out)

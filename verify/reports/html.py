@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ REPORT_FILE = "report.html"
 STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale",
                   "empty", "fixed", "not_rechecked", "unknown")
 MAX_GATE_ROWS = 200  # clusters listed per status on the gate page; the rest are counted
-IDENTITY_FIELDS = ("spec", "package", "package_version", "vocab", "vocab_sha256", "fingerprint")
+IDENTITY_FIELDS = ("spec", "name", "version", "package", "package_version", "vocab", "vocab_sha256", "fingerprint",
+                   "files_digest", "environment")
 
 
 def _finalize(value: Any) -> Any:
@@ -52,9 +54,20 @@ def environment():
 
     env = Environment(loader=PackageLoader("verify.reports", "templates"), autoescape=True, undefined=StrictUndefined,
                       finalize=_finalize, trim_blocks=True, lstrip_blocks=True)
+    env.filters["separated"] = separated
     env.globals["status_class"] = lambda s: s if s in STATUS_CLASSES else "other"
     env.globals["section_title"] = section_title
     return env
+
+
+BREAK_AFTER = re.compile(r"(?<=[/:|?&=+,])")
+
+
+def separated(value: Any) -> list[str]:
+    """An engine spec or a cluster key in the pieces it may wrap between: after each ``/``, ``:``,
+    ``|``, ``?``, ``&``, ``=``, ``+`` and ``,``, never inside a word (``m.breakable`` puts a
+    ``<wbr>`` between them)."""
+    return [part for part in BREAK_AFTER.split("" if value is None else str(value)) if part]
 
 
 def content_security_policy(css: str) -> str:
@@ -64,7 +77,12 @@ def content_security_policy(css: str) -> str:
 
 
 def _identity(e: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if not e else {k: (None if e.get(k) is None else str(e.get(k))) for k in IDENTITY_FIELDS}
+    def shown(key: str, value: Any) -> str:
+        if key == "environment" and isinstance(value, dict):  # the requirements it was made for
+            return ", ".join(value.get("requirements") or []) or str(value.get("python"))
+        return str(value)
+
+    return None if not e else {k: (None if e.get(k) is None else shown(k, e.get(k))) for k in IDENTITY_FIELDS}
 
 
 def _source(s: dict[str, Any]) -> dict[str, str]:
@@ -152,9 +170,22 @@ def render_gate_html(data: ReportData) -> str:
         max_rows=MAX_GATE_ROWS, flag_percent=round(THROUGHPUT_FLAG * 100))
 
 
+def render_shadow_html(shadow: dict[str, Any]) -> str:
+    """The page of a shadow folder (``verify.reports.shadow_view``): status, first and last seen,
+    versions, reproducers and why one was not minimised, per cluster."""
+    env = environment()
+    css = env.get_template("report.css").render()
+    return env.get_template("shadow.html.j2").render(d=shadow, csp=content_security_policy(css))
+
+
 def render_html(data: ReportData) -> str:
     if data.gate is not None:
         return render_gate_html(data)
+    from verify.reports.shadow_view import load_shadow
+
+    shadow = load_shadow(data.out) if data.out is not None else None
+    if shadow is not None:
+        return render_shadow_html(shadow)
     env = environment()
     css = env.get_template("report.css").render()
     counts = {k: data.counts.get(k, 0) for k in ("samples", "chars", "tokens", "bad_records", *STATES)}

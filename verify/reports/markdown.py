@@ -33,10 +33,19 @@ def _example(segments: list | None) -> str:
 
 
 def _package(identity: dict[str, Any]) -> str:
-    """"tiktoken 0.14.0, " -- nothing for engines without a package (plugins, subprocesses)."""
-    if not identity.get("package"):
-        return ""
-    return f"{identity['package']} {identity.get('package_version') or '?'}, "
+    """"tiktoken 0.14.0, " -- a plugin's declared name and version first, the build's digest and the
+    private environment after: ``my-tok 1.2, fastokens-b10 0.2.17, build 3f2a9c01d2e4, pip fastokens-b10==0.2.17, ``."""
+    parts = []
+    if identity.get("name"):
+        parts.append(f"{identity['name']} {identity.get('version') or ''}".strip())
+    if identity.get("package"):
+        parts.append(f"{identity['package']} {identity.get('package_version') or '?'}")
+    if identity.get("files_digest"):
+        parts.append(f"build {str(identity['files_digest'])[:12]}")
+    env = identity.get("environment")
+    if isinstance(env, dict) and env.get("requirements"):
+        parts.append("pip " + " ".join(str(r) for r in env["requirements"]))
+    return "".join(f"{p}, " for p in parts)
 
 
 def _causes_section(clusters: list[dict[str, Any]]) -> list[str]:

@@ -28,8 +28,8 @@ NOT_RECORDED = ("reason not recorded by this command: the engine declared it can
 
 TEMPLATE_PLAIN = ("`--template plain` renders the transcripts without special tokens (the chat template's "
                   "structure is special-token segments this engine cannot take)")
-SPECIAL_ENGINE = ("an engine that takes special-token segments (a python plugin with `encode_segments` and "
-                  "`supports_special = True`); in a gate, `allow_skipped = true` accepts the skips")
+SPECIAL_ENGINE = ("`--allow-skipped` (a gate suite's `allow_skipped = true`) accepts the skips; or give the engine "
+                  "special tokens: a python plugin's `encode_batch(texts, *, allow_special=False)`, docs/plugins.md")
 
 
 @dataclass(frozen=True)
@@ -101,3 +101,15 @@ def skip_lines(manifest: dict[str, Any] | None) -> list[str]:
     """Lines a command prints after its counts, one per engine and reason."""
     unit = sample_unit(manifest)
     return [f"skipped: {describe(row, unit)}" for row in manifest_skip_rows(manifest)]
+
+
+def only_skips_line(counts: dict[str, Any] | None) -> str:
+    """The one line of a run that failed only because engines skipped samples they cannot take."""
+    rows = skip_rows(counts)
+    total = sum(r.count for r in rows)
+    engines = ", ".join(dict.fromkeys(r.engine for r in rows)) or "an engine"
+    special = all(r.reason in (SPECIAL_SEGMENTS, NOT_RECORDED) for r in rows)
+    why = "samples with special-token segments" if special else "samples"
+    return (f"verify: exit 1 only because {total:,} {why} were skipped by {engines}, which cannot take them "
+            f"(everything else verified): --allow-skipped accepts them"
+            + (", or give the engine special tokens (docs/plugins.md)" if special else ""))

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from verify.reports.visible import ELLIPSIS, reveal_invisible, visible, visible_edges, visible_input  # noqa: F401
+from verify.reports.visible import ELLIPSIS, escape_edges, reveal_invisible, visible, visible_edges  # noqa: F401
+from verify.reports.visible import visible_input  # noqa: F401  (re-exported)
 
 REPRODUCER_CHARS = 300  # a minimised reproducer, shown
 ORIGINAL_CHARS = 120  # the start of an original input standing in for a reproducer not minimised
@@ -96,7 +97,9 @@ def token_at(window: dict | None, index: int | None) -> dict[str, str]:
     ids, pieces = window.get("ids") or [], window.get("pieces")
     tid = str(ids[at]) if 0 <= at < len(ids) else "(end)"
     # Pieces already spell undecodable bytes as \xNN (backslashreplace): keep their backslashes.
-    piece = reveal_invisible(str(pieces[at])) if pieces is not None and 0 <= at < len(pieces) else MISSING
+    # spaces at either end as \x20: a whitespace token is never an empty box
+    piece = escape_edges(reveal_invisible(str(pieces[at]))) if pieces is not None and 0 <= at < len(pieces) \
+        else MISSING
     return {"id": tid, "piece": piece}
 
 

@@ -66,7 +66,11 @@ def visible_edges(text: str, limit: int | None = None) -> str:
     """``visible`` with the spaces at either end escaped too (``\\x20``): a reproducer that is
     only spaces, or starts or ends with them, must not look like an empty box or like its
     neighbour without them. Still pastes back into a Python string literal."""
-    shown = visible(text, limit)
+    return escape_edges(visible(text, limit))
+
+
+def escape_edges(shown: str) -> str:
+    """Spaces at either end of an already visible text as ``\\x20`` (a token's piece, a reproducer)."""
     core = shown.strip(" ")
     if core == shown:
         return shown

@@ -116,7 +116,12 @@ def check_same_run(saved: RunPlan, fresh: RunPlan, out: Path) -> None:
 def check_same_engines(saved: dict[str, dict[str, Any]], now: dict[str, dict[str, Any]], out: Path) -> None:
     for spec, identity in saved.items():
         if spec in now and engine_key(identity) != engine_key(now[spec]):
-            before = f"{identity.get('package')} {identity.get('package_version')}, fingerprint {identity.get('fingerprint')}"
-            after = f"{now[spec].get('package')} {now[spec].get('package_version')}, fingerprint {now[spec].get('fingerprint')}"
+            before, after = _build_line(identity), _build_line(now[spec])
             raise UsageError(f"--resume {out}: engine '{spec}' changed since the run started ({before} -> {after}); "
                              "start a new run")
+
+
+def _build_line(identity: dict[str, Any]) -> str:
+    """``fastokens-b10 0.2.17, fingerprint d61f..., build 4a84...``: what a resume refusal shows of an engine."""
+    line = f"{identity.get('package')} {identity.get('package_version')}, fingerprint {identity.get('fingerprint')}"
+    return line + (f", build {str(identity['files_digest'])[:12]}" if identity.get("files_digest") else "")

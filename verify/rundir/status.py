@@ -118,6 +118,50 @@ def _beating(records: Iterator, heart: ShardHeartbeat) -> Iterator:
         yield record
 
 
+class CountingExecutor:
+    """An executor as a hunt's task sees it, counting the distinct samples (and their text bytes)
+    sent through it for the shard in hand, beating them to the shard's heartbeat: a hunt whose
+    shards are no corpus (code points, vocabulary tokens, lengths, cases) shows progress inside
+    its shards as a corpus run does. Everything else is the executor's own."""
+
+    def __init__(self, inner, heart: ShardHeartbeat):
+        self._inner, self._heart = inner, heart
+        self._seen: set[str] = set()
+        self._bytes = 0
+
+    def _count(self, samples) -> None:
+        for sample in samples:
+            key = getattr(sample, "id", None)
+            if key is None or key in self._seen:
+                continue
+            self._seen.add(key)
+            self._bytes += sum(len(s.text.encode("utf-8", "surrogatepass")) for s in getattr(sample, "segments", ()))
+        self._heart.beat(len(self._seen), self._bytes)
+
+    def submit(self, samples):
+        self._count(samples)
+        return self._inner.submit(samples)
+
+    def encode(self, samples):
+        self._count(samples)
+        return self._inner.encode(samples)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def watched(executors: list, shard_id: str, counted: bool) -> list:
+    """The executors a task gets for one shard: the first counting its samples into the shard's
+    heartbeat when the driver asked for heartbeats and the shard's records do not beat already
+    (``counted``: a corpus shard, read through ``heartbeat_records``)."""
+    folder = os.environ.get(PROGRESS_ENV)
+    if not folder or counted or not executors:
+        return executors
+    heart = ShardHeartbeat(Path(folder), shard_id)
+    heart.beat(0, 0, force=True)  # the shard has started: it shows at once
+    return [CountingExecutor(executors[0], heart), *executors[1:]]
+
+
 # --- driver side --------------------------------------------------------------------------
 
 def progress_folder(out: Path) -> Path:
@@ -163,6 +207,7 @@ class RunStatus:
         self._last = 0.0
         self._counts = Counts()  # this session's work, for the rates
         self._findings_total = 0
+        self._pace: float | None = None  # shards per second, smoothed (the ETA)
         self._done_ids: set[str] = set()
         self._final: str | None = None  # once complete, interrupted or incomplete, the ticker stops writing
         self._lock = threading.Lock()
@@ -210,22 +255,41 @@ class RunStatus:
         beats = self.in_flight() if state == "running" else []
         reading = sum(int(b.get("records") or 0) for b in beats)
         reading_bytes = sum(int(b.get("bytes") or 0) for b in beats)
-        partial = sum(float(b.get("fraction") or 0.0) for b in beats)  # shards in flight, as parts of a shard
+        partial = sum(self._fraction(b) for b in beats)  # shards in flight, as parts of a shard
         done = self.done_before + self.done_now
         percent = f" {100 * done // self.total}%" if self.total else ""
         fields = [(KEEP_ALWAYS, state), (KEEP_LABEL, self.label), (KEEP_SHARDS, f"{done}/{self.total} shards{percent}")]
+        measured = c.bytes + reading_bytes
         fields += [(KEEP_SAMPLES, f"{c.samples:,} samples"),
                    (KEEP_IN_FLIGHT, f"+{reading:,} in flight" if beats else ""),
                    (KEEP_RATE, f"{(c.samples + reading) / elapsed:,.0f}/s"),
-                   (KEEP_MB, f"{(c.bytes + reading_bytes) / elapsed / 1e6:,.2f} MB/s"),
+                   # a hunt that measures no text (edit scripts) shows no MB/s rather than 0.00
+                   (KEEP_MB, f"{measured / elapsed / 1e6:,.2f} MB/s" if measured or not (c.samples + reading)
+                    else ""),
                    (KEEP_FINDINGS, f"{self._findings_total:,} findings")]
         if state == "running":
-            rate = (self.done_now + partial) / elapsed
-            eta = (self.total - done - partial) / rate if rate > 0 else None
-            fields.append((KEEP_ALWAYS, f"ETA {_eta(eta)}"))
+            fields.append((KEEP_ALWAYS, f"ETA {_eta(self._eta(done, partial, elapsed))}"))
         else:
             fields.append((KEEP_ALWAYS, f"{elapsed:,.1f} s"))
         return fields
+
+    def _fraction(self, beat: dict) -> float:
+        """How far into its shard a heartbeat is: its own estimate (a byte range), else its samples
+        over the samples of a committed shard on average, below 1; 0 before any shard committed."""
+        if beat.get("fraction") is not None:
+            return float(beat["fraction"])
+        if not self.done_now or not self._counts.samples:
+            return 0.0
+        return min(0.95, int(beat.get("records") or 0) / (self._counts.samples / self.done_now))
+
+    def _eta(self, done: int, partial: float, elapsed: float) -> float | None:
+        """Seconds left: the shards left over the pace so far (shards and parts of shards per second),
+        the pace smoothed (an exponential average) so one commit does not make it jump."""
+        pace = (self.done_now + partial) / elapsed
+        if pace <= 0:
+            return None
+        self._pace = pace if self._pace is None else 0.7 * self._pace + 0.3 * pace
+        return max(0.0, self.total - done - partial) / self._pace
 
     def line(self, state: str = "running", width: int | None = None) -> str:
         return fit(self.fields(state), width)

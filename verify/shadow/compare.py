@@ -238,4 +238,17 @@ class ShadowComparer:
         shadow["replay"] = block
         if block["reproduces"]:
             return executor, None, out
-        return None, f"{executor.spec} does not reproduce production's ids on this input", None
+        return None, why_not_reproduced(executor.spec, out), None
+
+
+def why_not_reproduced(spec: str, out) -> str:
+    """The true reason a replay engine's outcome could not stand in for production's: it failed,
+    it cannot take the input (special-token segments on a plain-text engine), or it gave other
+    ids (another build or configuration than production ran)."""
+    if isinstance(out, Failure):
+        return f"the replay engine {spec} failed on this input ({out.kind}: {out.type}: {out.message[:160]})"
+    if not is_ids(out):
+        return (f"the replay engine {spec} cannot take this input ({getattr(out, 'reason', out)}): give --engine an "
+                "engine that honours allow_special (docs/plugins.md)")
+    return (f"the replay engine {spec} gives other ids than production on this input: production ran another "
+            "build or configuration (compare the tokenizer versions)")

@@ -31,9 +31,10 @@ FLAG_HINTS = {"special": "special-token look-alike near the difference (allow_sp
               "nfc": "normalisation-sensitive text (does production normalise?)"}
 
 
-def suspects(c: Cluster, facts) -> list[str]:
+def suspects(c: Cluster, facts, replayed: bool = False) -> list[str]:
     """Suspected-cause tags: tags.toml rows, the signature's flags and boundary, what the records say
-    (``facts``: ``verify.shadow.triage.Facts`` of the cluster's members)."""
+    (``facts``: ``verify.shadow.triage.Facts`` of the cluster's members); ``replayed``: a replay
+    engine was given for this cluster's tokenizer (its reproducer then says why it did not stand in)."""
     sig = c.signature
     out = list(c.tags)
     if c.kind == "bad-input":
@@ -43,13 +44,22 @@ def suspects(c: Cluster, facts) -> list[str]:
     if sig.get("located"):
         out.append(f"boundary {sig['transition']} ({'+'.join(sig['category'])}, {'+'.join(sig['script'])})")
     else:
-        out.append("unlocated: production recorded only a digest (replay it with --engine to locate)")
+        out.append("unlocated: production recorded only a digest, and the replay engine did not reproduce it (the "
+                   "reproducer says why)" if replayed else
+                   "unlocated: production recorded only a digest (replay it with --engine NAME=SPEC to locate)")
     out += [FLAG_HINTS[f] for f in sig.get("flags", []) if f in FLAG_HINTS]
     if facts.vocab_differs:
         out.append("production's vocabulary is not the reference's (vocab_sha256 differs): check the deployment")
     if facts.later_turns:
         out.append("session turns after the first (history-dependent: incremental tokenization across turns?)")
     return out
+
+
+def _replayed(c: Cluster, replay_engines: dict[str, str]) -> bool:
+    """Whether ``--engine`` gave a replay engine for the tokenizer of this cluster's engine."""
+    from verify.shadow.schema import PRODUCTION_PREFIX
+
+    return str(c.engine or "").removeprefix(PRODUCTION_PREFIX) in replay_engines
 
 
 def _trim(window: Any) -> Any:
@@ -95,7 +105,8 @@ def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, 
                      "count": c.count, "first_seen": first, "last_seen": last,
                      "versions": sorted(facts.versions), "request_ids": list(facts.request_ids),
                      "digest_only": facts.digest_only, "session_turns": facts.session_turns,
-                     "tags": c.tags, "suspects": suspects(c, facts), "cause": c.cause, "signature": c.signature,
+                     "tags": c.tags, "suspects": suspects(c, facts, replayed=_replayed(c, replay_engines)),
+                     "cause": c.cause, "signature": c.signature,
                      "reproducer": _reproducer(c, state)})
     for r in rows:  # clusters whose minimised reproducers coincide: likely one bug
         r["same_cause_as"] = [o["rank"] for o in rows if o is not r and r["cause"] and o["cause"] == r["cause"]]

@@ -170,7 +170,8 @@ def merged_results(plan, store, markers) -> list[dict[str, Any]]:
 
 
 def engine_versions(plan) -> dict[str, Any]:
-    versions = {spec: {"package": ident.get("package"), "version": ident.get("package_version")}
+    versions = {spec: {"package": ident.get("package"), "version": ident.get("package_version"),
+                       **{k: ident[k] for k in ("name", "files_digest", "environment") if ident.get(k)}}
                 if "identity_error" not in ident else {"identity_error": ident["identity_error"]}
                 for spec, ident in plan.identities.items()}
     return versions | {spec: {"unavailable": why} for spec, why in plan.not_loaded.items()}

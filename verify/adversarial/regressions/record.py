@@ -27,7 +27,19 @@ CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")  # a file name: never
 
 
 def _version(identity) -> str:
-    return f"{identity.package}=={identity.package_version}" if identity.package else identity.adapter
+    if identity.package:
+        return f"{identity.package}=={identity.package_version}"
+    return f"{identity.name}=={identity.version}" if identity.name else identity.adapter
+
+
+def build_of(identity) -> dict[str, Any] | None:
+    """Which build the case was recorded on, beyond ``engine_version``: the engine's declared name
+    and version, the digest of its code, its private environment's requirements (None: nothing
+    more is known)."""
+    build = {"name": identity.name, "version": identity.version, "files_digest": identity.files_digest,
+             "requirements": (identity.environment or {}).get("requirements")}
+    build = {k: v for k, v in build.items() if v}
+    return build or None
 
 
 def record_case(case_id: str, title: str, engine, reference, sample: Sample, notes: str = "") -> dict[str, Any]:
@@ -43,6 +55,7 @@ def record_case(case_id: str, title: str, engine, reference, sample: Sample, not
     doc: dict[str, Any] = {
         "schema": SCHEMA, "id": case_id, "title": title, "engine": engine.spec, "reference": reference.spec,
         "engine_version": _version(e_ident), "reference_version": _version(r_ident),
+        **({"engine_build": build_of(e_ident)} if build_of(e_ident) else {}),
         "vocab": r_ident.vocab, "vocab_sha256": r_ident.vocab_sha256,
         "expected": ids_record(expected),
     }

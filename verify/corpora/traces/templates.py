@@ -130,9 +130,9 @@ def parse_template(text: str, source: str) -> ChatTemplate:
 
 
 def template_dir() -> Path:
-    from verify.config import project_dir
+    from verify.config import declared
 
-    return project_dir() / TEMPLATE_DIR
+    return declared(*Path(TEMPLATE_DIR).parts)
 
 
 def builtin_names() -> list[str]:
