@@ -194,9 +194,10 @@ def test_check_api_finds_the_planted_batch_call_and_the_manifest_says_which_entr
     assert notes[spec]["entry_point"] == "single" and set(notes[spec]["entry_points_ran"]) == {"single"}
     ran = notes[f"{spec}?entry=batch"]
     assert ran["entry_point"] == "batch" and set(ran["entry_points_ran"]) == {"batch"}
-    # every corpus text (a segment of a chat sample is a text) once, each shard's batch in one call
-    texts = notes[spec]["entry_points_ran"]["single"]["texts"]
-    assert ran["entry_points_ran"]["batch"] == {"calls": manifest["shards"]["total"], "texts": texts} and texts > 200
+    # every corpus text (a segment of a chat sample is a text) once, each shard's batch in one call; the
+    # single entry point's baselines come from fresh instances (forked copies, not counted here)
+    batch = ran["entry_points_ran"]["batch"]
+    assert batch["calls"] == manifest["shards"]["total"] and batch["texts"] > 200
     assert ran["isolated"] is True
 
 
@@ -237,7 +238,9 @@ def test_the_fuzz_stress_phase_sends_its_big_batches_through_the_batch_entry_poi
     sizes = [int(line.split()[1]) for line in calls.read_text().splitlines()]
     assert max(sizes) >= 16_384  # a big batch reached the library's batch call as one call
     batch = [r for r in findings(out) if r["engine"] == f"{spec}?entry=batch"]
-    assert batch and all((r.get("stress") or {}).get("shape") == "big-batch" for r in batch)
+    # found by the batches only: the big batches, and the length families sent as batches too
+    shapes = {(r.get("stress") or {}).get("shape") for r in batch}
+    assert batch and "big-batch" in shapes and shapes <= {"big-batch", "family-batch"}, shapes
 
 
 # --- every real adapter: its entry points agree on a small corpus ----------------------------

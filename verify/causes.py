@@ -37,7 +37,12 @@ The explanations, tried in this order (the first that holds names the cause):
                ``ids/cross-split``
   reproducer   none of these: the cause is the reproducer itself,
                ``ids/reproducer/<shape>/<digest>`` -- a different reproducer is a different key,
-               so an unexplained bug stays new until someone names it
+               so an unexplained bug stays new until someone names it. One exception: a
+               reproducer that is one character, or a run of it (``' '``, ``'\\t'``, ``'\\n\\n'``:
+               the minimiser keeps each finding's own characters), is keyed by its class and
+               what the engine did to it, ``ids/reproducer/space/drops`` (``drops``, ``adds``,
+               ``splits``, ``merges``, ``changes`` its tokens): one rule met on every whitespace
+               character is one cluster
 
 A finding with no minimised reproducer (triage's budget, or it did not reproduce) is
 ``.../unminimised/<symptom>/<input key>``: new every time, never matched to another bug.
@@ -144,8 +149,27 @@ def explain(kind: str, error_type: str | None, block: dict[str, Any] | None, pro
         if cause is not None:
             return cause
     text = _text(block)
-    return Cause("reproducer", f"{head}/reproducer/{shape(text)}/{_digest(block.get('input'))}",
+    form, edit = shape(text), _edit(block)
+    if edit is not None and len(set(text)) == 1:
+        one_class = form.rstrip("*")
+        return Cause("reproducer", f"{head}/reproducer/{one_class}/{edit}",
+                     f"unexplained: the engine {edit} the tokens of a {one_class} text: {_readable(text)}")
+    return Cause("reproducer", f"{head}/reproducer/{form}/{_digest(block.get('input'))}",
                  f"unexplained: {_readable(text)}")
+
+
+def _edit(block: dict[str, Any]) -> str | None:
+    """What the engine did from the first difference on (``ids`` blocks only): ``drops`` or
+    ``adds`` every token there, ``merges`` (fewer tokens), ``splits`` (more), ``changes`` (as many)."""
+    expected, actual = block.get("expected"), block.get("actual")
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        return None
+    want, got = len(expected.get("ids") or ()), len(actual.get("ids") or ())
+    if want and not got:
+        return "drops"
+    if got and not want:
+        return "adds"
+    return "merges" if got < want else "splits" if got > want else "changes"
 
 
 def _history(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
@@ -327,11 +351,17 @@ def _meets(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
     return a is not None and b is not None and max(a[0], b[0]) < min(a[1], b[1])
 
 
+def _common(intervals: list) -> bool:
+    """Whether the ``(lo, hi]`` intervals share a point."""
+    return all(i is not None for i in intervals) and max(i[0] for i in intervals) < min(i[1] for i in intervals)
+
+
 def merge_length(causes: Sequence[tuple[str, Cause]]) -> dict[int, Cause]:
     """``causes``: ``(engine, cause)`` in cluster order. Length (and cut) causes of one engine whose
     character or byte intervals meet are one threshold: each member's merged cause, by index,
-    keyed by the measure the evidence fixes (bytes when only byte intervals join the members,
-    chars when only character intervals do) and the tightest member's bound."""
+    keyed by the measure the evidence fixes -- bytes when the members share a byte bound and not a
+    character bound (``'a'×500`` and ``'\u3000'×167``), characters in the opposite case, neither
+    when only ASCII runs say it -- and by the tightest member's bound."""
     parent = list(range(len(causes)))
 
     def find(i: int) -> int:
@@ -340,36 +370,26 @@ def merge_length(causes: Sequence[tuple[str, Cause]]) -> dict[int, Cause]:
             i = parent[i]
         return i
 
-    joined_by: dict[int, set[str]] = {}
     idx = [i for i, (_, c) in enumerate(causes) if c.kind in ("length", "cut")]
     for a in idx:
         for b in idx:
-            if b <= a:
-                continue
             (ea, ca), (eb, cb) = causes[a], causes[b]
-            if ea != eb or ca.kind != cb.kind or ca.key.split("/")[0] != cb.key.split("/")[0]:
-                continue
-            by = {m for m, x, y in (("chars", ca.chars, cb.chars), ("bytes", ca.bytes, cb.bytes)) if _meets(x, y)}
-            if by:
-                ra, rb = find(a), find(b)
-                parent[rb] = ra
-                joined_by.setdefault(ra, set()).update(by)
+            if b > a and ea == eb and ca.kind == cb.kind and ca.key.split("/")[0] == cb.key.split("/")[0] and \
+                    (_meets(ca.chars, cb.chars) or _meets(ca.bytes, cb.bytes)):
+                parent[find(b)] = find(a)
     groups: dict[int, list[int]] = {}
     for i in idx:
         groups.setdefault(find(i), []).append(i)
     out: dict[int, Cause] = {}
-    for root, members in groups.items():
-        by = set()
-        for m in members:
-            by |= joined_by.get(m, set())
-        first = causes[members[0]][1]
-        if by == {"bytes"}:
-            measure = "bytes"
-        elif by == {"chars"} or any(not causes[m][1].ascii for m in members):
-            measure = "chars"  # (a non-ASCII run met alone is named by its characters)
+    for members in groups.values():
+        group = [causes[m][1] for m in members]
+        first = group[0]
+        if all(c.ascii for c in group):
+            measure = ""  # characters and bytes are one measure
         else:
-            measure = ""  # ASCII runs only: characters and bytes are one measure
-        hi = min((causes[m][1].bytes if measure == "bytes" else causes[m][1].chars)[1] for m in members)
+            chars, bytes_ = _common([c.chars for c in group]), _common([c.bytes for c in group])
+            measure = "bytes" if bytes_ and not chars else "chars"
+        hi = min((c.bytes if measure == "bytes" else c.chars)[1] for c in group)
         head = first.key.split(f"/{first.kind}/")[0]
         key = f"{head}/{first.kind}/{measure}>={hi}"
         what = {"bytes": f"{hi} UTF-8 bytes", "chars": f"{hi} characters", "": f"{hi} characters (or bytes)"}[measure]

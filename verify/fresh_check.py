@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from verify.findings import Finding
-from verify.executors.fresh import NOT_RUN
+from verify.executors.fresh import NOT_RUN, FreshUnavailable
 from verify.history import History, fails_like, shortest_suffix, victim_result
 from verify.outcome import Failure, is_ids
 
@@ -71,7 +71,7 @@ class FreshCheck:
         self.reference = executors[0] if reference is None and executors else reference
         self.max_per_shard = max_per_shard
         self.counts = FreshCounts()
-        self._seen: dict[tuple[str, tuple], str] = {}  # (engine, segments) -> verdict, within the shard
+        self._seen: dict[tuple[str, tuple], Finding] = {}  # (engine, segments) -> the finding checked, in the shard
         self._checked: dict[str, int] = {}
 
     def as_dict(self) -> dict[str, Any]:
@@ -110,8 +110,9 @@ class FreshCheck:
                 self.counts.skip(why)
                 continue
             ident = (finding.engine, finding.sample.segments)
-            if ident in self._seen:
-                finding.fields["fresh"] = self._seen[ident]
+            if ident in self._seen:  # the same input checked already: its verdict and history
+                checked = self._seen[ident].fields
+                finding.fields.update({k: checked[k] for k in ("fresh", "history") if k in checked})
                 continue
             self._checked[finding.engine] = self._checked.get(finding.engine, 0) + 1
             todo.append((finding, executor))
@@ -135,7 +136,13 @@ class FreshCheck:
         replayer = executor.fresh_replayer()
         findings = [f for f, _ in items]
         expected = self._expected(findings, given)
-        alone = replayer.replay_many([[[f.sample]] for f in findings])
+        try:
+            alone = replayer.replay_many([[[f.sample]] for f in findings])
+        except FreshUnavailable as exc:  # a spawned fresh instance did not load this time
+            for finding in findings:
+                finding.fields["fresh"] = f"not-checked: {exc}"
+                self.counts.skip("a fresh instance did not load")
+            return
         histories: list[tuple[Finding, History, Any]] = []
         for finding, exp, result in zip(findings, expected, alone):
             self.counts.checked += 1
@@ -151,7 +158,7 @@ class FreshCheck:
             else:
                 verdict = PASSES
             finding.fields["fresh"] = verdict
-            self._seen[(finding.engine, finding.sample.segments)] = verdict
+            self._seen[(finding.engine, finding.sample.segments)] = finding
             if verdict == REPRODUCES:
                 self.counts.reproduces += 1
             elif verdict == PASSES:

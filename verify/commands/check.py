@@ -54,6 +54,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-stress", action="store_true", help="skip the stress check")
     p.add_argument("--stress-budget", type=float, default=None, metavar="S",
                    help="seconds for each phase of the stress check (default 60)")
+    p.add_argument("--stress-phase", action="append", metavar="PHASE",
+                   help="only these phases of the stress check (repeatable: batches, families, state, thresholds; "
+                        "default all)")
     add_out_option(p, "check")
     add_job_options(p, minimize_budget=60.0)
     add_pool_options(p)
@@ -80,7 +83,7 @@ def run(args) -> int:
     result = check_job(args.engine, job, corpora=list(args.corpus or []), text_field=args.text_field,
                        id_field=args.id_field, limit=args.limit, batch_size=args.batch_size, checks=checks,
                        roundtrip=False if args.no_roundtrip else None, stress_budget_s=args.stress_budget,
-                       reference="" if args.no_reference else args.reference)
+                       reference="" if args.no_reference else args.reference, stress_phases=args.stress_phase)
     totals = result.check
     engine = (result.report.get("engine") or {}).get("spec") or args.engine
     viol = ", ".join(f"{k} {totals.violations[k]}/{totals.checked[k]}" for k in result.report["checks"]

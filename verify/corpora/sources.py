@@ -37,7 +37,7 @@ def open_corpus(value: str, text_field: str | None = None, id_field: str | None 
         return _from_table(value, named[value], text_field, id_field, root, where or {})
     if where:
         partitioned = sorted(n for n, t in named.items() if t.get("kind") == "partitioned")
-        raise UsageError(f"--where: '{value}' is no named corpus with partition fields (those here: "
+        raise UsageError(f"--where: '{value}' has no partition fields: only a named corpus has them (those here: "
                          f"{', '.join(partitioned) or 'none'})")
     if value.startswith("hf:"):
         from verify.corpora.hf_datasets import hf_source

@@ -12,12 +12,15 @@ the same process would still share module-level state). Building one per replay 
 engine's load time each, so the replayer keeps a *template* process that builds the engine and
 never encodes, and forks it for each replay: the child is a copy of an engine that was never
 called (copy-on-write, milliseconds). Where forking is not available (not Linux) every replay
-gets a newly spawned process instead.
+gets a newly spawned process instead, and so does an engine whose template runs a thread or a
+process of its own once loaded (a ``subprocess:`` engine's server, a native pool started at load:
+a forked copy would share or deadlock on them, ``_forkable``).
 
 A fork copies only the forking thread, so an engine that started a native thread pool while it
-loaded could hang or crash in the child where a fresh process would not: a replay that crashed
-or hung in a forked child is run again in a newly spawned process before it is believed, and
-when the two disagree the replayer spawns for every later replay (``mode`` says which).
+loaded could hang or crash in the child where a fresh process would not: the first replay that
+crashed or hung in a forked child is run again in a newly spawned process before it is believed;
+when the two agree, forked failures are believed from then on (``fork_trusted``), when they
+disagree the replayer spawns for every later replay (``mode`` says which).
 
 Each call of a replay is ONE call of the engine's batch entry point on that call's samples
 (``verify.executors.engine_calls.encode_call``): its result is one outcome per sample, or -- when the call itself raised,
@@ -138,6 +141,20 @@ def _forked_replay(engine, calls: list, timeout_s: float) -> tuple[list, str | N
     return results, (f"{stopped}: {_death(status)}" if stopped == "crash" else stopped)
 
 
+def _forkable() -> bool:
+    """Whether a forked copy of this process is a fresh engine: only when the engine runs no
+    thread and no process of its own. A fork copies one thread (a lock another thread held stays
+    locked in the child forever) and shares a child process's pipes with the template (a
+    ``subprocess:`` engine's server would be the template's, warm, not a new one)."""
+    try:
+        tasks = os.listdir("/proc/self/task")
+        with open(f"/proc/self/task/{os.getpid()}/children", encoding="ascii") as fh:
+            children = fh.read().split()
+    except OSError:  # no /proc: never fork
+        return False
+    return len(tasks) == 1 and not children
+
+
 def _template_main(conn, spec: str, memory_limit_mb: int | None, threads: int | None, lifeline: Lifeline,
                    fork: bool) -> None:
     """The template: builds the engine, never encodes; forks a child per replay (or, in spawn
@@ -156,7 +173,7 @@ def _template_main(conn, spec: str, memory_limit_mb: int | None, threads: int | 
     except BaseException as exc:
         conn.send(("load-failed", f"{type(exc).__name__}: {exc}"))
         return
-    conn.send(("ready", None))
+    conn.send(("ready", _forkable()))
     while True:
         try:
             op, replays, timeout_s = conn.recv()
@@ -202,6 +219,7 @@ class _Template:
         if status != "ready":
             self.close()
             raise FreshUnavailable(f"a fresh instance of '{spec}' did not load: {why}")
+        self.forkable = bool(why)  # a ready template says whether a fork of it is fresh
 
     def replay(self, replays: list, timeout_s: float, deadline_s: float) -> tuple[list | None, str]:
         """``(answers, "")``, or ``(None, why)`` when the template died or missed ``deadline_s``."""
@@ -253,15 +271,21 @@ class FreshReplayer:
         self.mode = "fork" if FORK_AVAILABLE else "spawn"
         self.replays = 0  # fresh instances used
         self.spawn_checks = 0  # fork failures run again in a spawned process
+        self.fork_trusted = False  # a spawned process once agreed with a fork failure: forks are believed
         self._template: _Template | None = None
 
     # --- process management ----------------------------------------------------------------
     def _new(self, fork: bool) -> _Template:
         return _Template(self.spec, fork, self.memory_limit_mb, self.threads, self.start_timeout_s)
 
-    def _forker(self) -> _Template:
+    def _forker(self) -> _Template | None:
+        """The fork template, or None (and spawn mode from now on) where a fork would not be fresh."""
         if self._template is None or not self._template.proc.is_alive():
             self._template = self._new(fork=True)
+            if not self._template.forkable:  # threads or processes of its own: spawn a process per replay
+                self._template.close()
+                self._template = None
+                self.mode = "spawn"
         return self._template
 
     def _run(self, replays: list[list], fork: bool) -> list[tuple[list, str | None]]:
@@ -289,20 +313,25 @@ class FreshReplayer:
         """Each sequence of calls on its own fresh instance; per sequence, per call, its result."""
         packed = [[pack_samples(call) for call in calls] for calls in sequences]
         if self.mode == "fork":
-            self._forker()  # the template loads on first use, replays or not
+            self._forker()  # the template loads on first use, replays or not (and may turn spawn mode on)
         if not packed or not any(packed):
             return [[] for _ in sequences]
         answers = self._run(packed, fork=self.mode == "fork")
         results = [self._results(seq, answer) for seq, answer in zip(sequences, answers)]
-        if self.mode == "fork":
+        if self.mode == "fork" and not self.fork_trusted:
             retry = [i for i, (_, stopped) in enumerate(answers) if stopped is not None]
             if retry:  # a crash or hang in a forked child is believed only when a spawned process agrees
-                self.spawn_checks += len(retry)
-                for i in retry:
-                    spawned = self._results(sequences[i], self._run([packed[i]], fork=False)[0])
-                    if _shape(spawned) != _shape(results[i]):
-                        self.mode = "spawn"  # forking changes what this engine does: never again
-                    results[i] = spawned
+                first = retry[0]
+                spawned = self._results(sequences[first], self._run([packed[first]], fork=False)[0])
+                self.spawn_checks += 1
+                if _shape(spawned) == _shape(results[first]):
+                    self.fork_trusted = True  # they agreed: a fork's failures are this engine's from now on
+                else:
+                    self.mode = "spawn"  # forking changes what this engine does: never again
+                    results[first] = spawned
+                    for i in retry[1:]:
+                        results[i] = self._results(sequences[i], self._run([packed[i]], fork=False)[0])
+                        self.spawn_checks += 1
         self.replays += len(sequences)
         return results
 

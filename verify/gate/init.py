@@ -51,7 +51,7 @@ ALLOWLIST_TEMPLATE = """\
 #
 # [[allow]]
 # engine = '^{engine}$'                # regex on the engine spec ("" = any)
-# key = "ids/Ll+Zs/Latin+Common/letter|space/special"   # the exact cluster key, or instead
+# key = "ids/special/plain:split"      # the exact cluster key, or instead
 # # cluster = "/special(/|$)"          # a regex on cluster keys
 # reason = "why it is accepted"        # required
 # link = "https://github.com/ORG/REPO/issues/1"

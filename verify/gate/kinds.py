@@ -217,7 +217,8 @@ def run_metamorphic(ctx: CheckContext, run: CheckRun) -> None:
         sub = out if len(suite.candidates) == 1 else out / f"{i}-{''.join(c if c.isalnum() else '-' for c in engine)}"
         check_job(engine, _job(ctx, sub, minimize_budget_s=ctx.spec.minimize_budget),
                   corpora=list(o.get("corpus", ["smoke"])), limit=o.get("limit"), checks=checks,
-                  stress_budget_s=o.get("stress_seconds"), reference=suite.reference)
+                  stress_budget_s=o.get("stress_seconds"), reference=suite.reference,
+                  stress_phases=o.get("stress_phases"))
         rel = ctx.rel if sub == out else f"{ctx.rel}/{sub.name}"
         run.clusters += collect.triaged_clusters(sub, ctx.spec.name, rel, suite.engine_options(),
                                                  ctx.spec.minimize_budget)
@@ -245,6 +246,10 @@ def _metamorphic_checks(options: dict[str, Any], at: str) -> None:
         from verify.adversarial.checks.metamorphic import CHECKS
 
         options["checks"] = choices(*CHECKS)(options["checks"], f"{at}: 'checks'")
+    if "stress_phases" in options:
+        from verify.adversarial.checks.stress import PHASES
+
+        options["stress_phases"] = choices(*PHASES)(options["stress_phases"], f"{at}: 'stress_phases'")
 
 
 KINDS: dict[str, CheckKind] = {k.name: k for k in [
@@ -263,5 +268,6 @@ KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind("length", {"max_chars": BOUNDS["max_chars"], "kinds": choices("run", "block", "separator", "token", "special"),
                          "families": texts}, run_length),
     CheckKind("metamorphic", {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
-                              "stress_seconds": seconds(True)}, run_metamorphic, validate=_metamorphic_checks),
+                              "stress_seconds": seconds(True), "stress_phases": texts}, run_metamorphic,
+              validate=_metamorphic_checks),
 ]}

@@ -34,7 +34,8 @@ class CheckResult:
 def check_job(engine: str, job: JobOptions, *, corpora: list[str], text_field: str | None = None,
               id_field: str | None = None, limit: int | None = None, batch_size: int | None = 32,
               checks: list[str] | None = None, roundtrip: bool | None = None,
-              stress_budget_s: float | None = None, reference: str | None = None) -> CheckResult:
+              stress_budget_s: float | None = None, reference: str | None = None,
+              stress_phases: list[str] | None = None) -> CheckResult:
     """Every check in ``checks`` (default all, ``stress`` included) of ``engine`` over ``corpora``
     into ``job.out``. ``roundtrip``: None checks it where the engine is a byte-level decoder,
     False never. ``stress_budget_s``: seconds for each stress phase (default 60). On
@@ -42,7 +43,7 @@ def check_job(engine: str, job: JobOptions, *, corpora: list[str], text_field: s
     engine whose ids are right (None: the one for ``engine``'s vocabulary when known; ``""``: none)."""
     hunt = CheckHunt(engine, job, corpora=corpora, text_field=text_field, id_field=id_field, limit=limit,
                      batch_size=batch_size, checks=checks, roundtrip=roundtrip, stress_budget_s=stress_budget_s,
-                     reference=reference)
+                     reference=reference, stress_phases=stress_phases)
     result = run_hunt(hunt, job)
     report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
     return CheckResult(job.out, result.counts, report, result.complete)

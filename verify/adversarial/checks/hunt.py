@@ -46,7 +46,7 @@ REPORT_FILE = "check.json"
 REPORT_SCHEMA = "verify.check/1"
 # options a resume takes from the saved plan when the caller leaves them unsaid (None)
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "checks", "roundtrip", "stress_budget_s",
-                 "reference")
+                 "reference", "stress_phases")
 
 
 class ResultWriter:
@@ -127,11 +127,13 @@ class CheckHunt(Hunt):
     def __init__(self, engine: str | None, job: JobOptions, *, corpora: list[str] | None = None,
                  text_field: str | None = None, id_field: str | None = None, limit: int | None = None,
                  batch_size: int | None = None, checks: list[str] | None = None, roundtrip: bool | None = None,
-                 stress_budget_s: float | None = None, reference: str | None = None):
+                 stress_budget_s: float | None = None, reference: str | None = None,
+                 stress_phases: list[str] | None = None):
         """``reference``: the engine whose ids are right (None: the one for the engine's vocabulary,
         ``verify.engines.references.default_reference``, when its spec names a known one; ``""``: none)."""
         self.engine, self.job, self.corpora = engine, job, list(corpora or [])
         self.reference = reference
+        self.stress_phases = list(stress_phases) if stress_phases else None  # None: every phase
         self.text_field, self.id_field, self.limit, self.batch_size = text_field, id_field, limit, batch_size
         self.checks = list(checks) if checks is not None else None
         self.roundtrip, self.stress_budget_s = roundtrip, stress_budget_s
@@ -170,14 +172,20 @@ class CheckHunt(Hunt):
             reference = default_reference(self.engine)
         if reference and reference == self.engine:
             raise UsageError(f"--reference {reference} is the engine checked")
+        from verify.adversarial.checks.stress import PHASES
+
+        phases = [p for p in PHASES if p in (self.stress_phases or PHASES)]
+        unknown = sorted(set(self.stress_phases or ()) - set(PHASES))
+        if unknown:
+            raise UsageError(f"unknown stress phase {', '.join(unknown)} (choose from {', '.join(PHASES)})")
         return {"checks": checks, "roundtrip": self.roundtrip, "batch_size": batch_size, "reference": reference or None,
+                "stress_phases": phases,
                 "limit": self.limit, "text_field": self.text_field, "id_field": self.id_field,
                 "stress_budget_s": budget, "threads": THREADS, "timeout_s": self.job.engine.timeout_s,
                 "memory_limit_mb": self.job.engine.memory_limit_mb,
                 "entry_points": entry_point_plan(self.engine, checks)}
 
     def plan(self) -> HuntPlan:
-        from verify.adversarial.checks.stress import PHASES
         from verify.corpora import open_corpus
         from verify.corpora.shards import apply_limit
 
@@ -191,7 +199,8 @@ class CheckHunt(Hunt):
             shards.extend(apply_limit(source.shards(), options["limit"]))
             sources.append(source.describe())
         if "stress" in options["checks"]:
-            shards += [Shard("stress", STRESS_KIND, path=f"stress:{phase}", extra={"phase": phase}) for phase in PHASES]
+            shards += [Shard("stress", STRESS_KIND, path=f"stress:{phase}", extra={"phase": phase})
+                       for phase in options["stress_phases"]]
         specs = entry_point_specs(options["entry_points"])
         optional = list(specs)
         if options["reference"]:  # the trusted engine: it must load

@@ -7,12 +7,17 @@ For one family and every candidate at once (the reference encodes each text once
    reference does not). Every length tried is a prime: a fault often shows only where the
    cut falls inside a token, and a run's tokens have a period (``'a' * n`` is n/8 tokens of
    eight), so lengths that are powers of two would all be aligned and see nothing.
-2. **Bisect** between the last length it agreed at and the first it differed at, down to
-   two adjacent lengths, then **scan back** ``SCAN`` lengths at a time for an earlier one
-   that differs (a midpoint on an aligned length agrees although the fault is below it):
-   the **first divergent length** ``T`` (``T - 1`` agrees, and so do the ``SCAN`` below it).
-   A 500-byte tie rule, a 3,777-character chunk and the 25,000 / 400,000 cuts come out
-   the same way; the cut is ``T - 1`` characters.
+2. **Scan, then bisect.** Every length from 1 up to ``FULL_SCAN`` (and below the first growth
+   point that differed) is tried, in batches: a divergence that is not monotone in length --
+   tokie's space runs differ on and off from 82, its ``'.'`` runs at 33 though 67 agrees -- is
+   found at its true first length, whatever the growth points happened to hit. Above that, it
+   **bisects** between the last length it agreed at and the first it differed at, down to two
+   adjacent lengths, then **scans back** ``SCAN`` lengths at a time for an earlier one that
+   differs (a midpoint on an aligned length agrees although the fault is below it): the
+   **first divergent length** ``T``. A 500-byte tie rule, a 3,777-character chunk and the
+   25,000 / 400,000 cuts come out the same way; the cut is ``T - 1`` characters. The
+   ``PATTERN_SPAN`` lengths from ``T`` are tried as well and the share that differs is the
+   divergence's **pattern**: ``every length`` from ``T``, or ``on and off``.
 3. **Probe the cut**: every whitespace-like and control character placed at the cut and
    just before it (the last ``len(OFFSETS)`` positions of the text of length ``T``; one text
    each up to ``PER_POSITION_MAX`` characters, above it the probe fills the positions at
@@ -46,6 +51,9 @@ from verify.sample import Sample
 START = 16
 GROWTH = 4
 SCAN = 32  # lengths scanned back below a bisected boundary (longest token period expected)
+FULL_SCAN = 1024  # every length up to this is tried before bisecting (non-monotone divergences)
+PATTERN_SPAN = 64  # lengths from the first divergent one tried for the divergence's pattern
+SCAN_BATCH = 64  # lengths encoded per call while scanning
 SCAN_LONG = 8  # the same above LONG: each length is a large encode
 LONG = 100_000
 OFFSETS = (-4, -3, -2, -1, 0)  # from the last character of the text
@@ -96,6 +104,8 @@ class CandidateLength:
     """What one family showed for one candidate."""
 
     first_divergent: int | None = None  # T: the first length that differs (T - 1 agrees)
+    pattern: str | None = None  # "every length" or "on and off": how the PATTERN_SPAN lengths from T fared
+    differing_after: list[int] | None = None  # [differ, tried] among the PATTERN_SPAN lengths from T
     agrees_up_to: int = 0  # the longest length seen to agree
     reference_failed_at: int | None = None  # the reference itself failed: nothing to compare beyond
     probed_by: str | None = None  # the family of the shard whose cut probes stand for this threshold
@@ -184,7 +194,8 @@ class FamilySearch:
             for ex, (diff,) in zip(open_, differs):
                 st = self.result.candidates[ex.spec]
                 if diff:
-                    st.first_divergent = self._bisect(ex, previous, n)
+                    st.first_divergent = self._first_divergent(ex, previous, n)
+                    self._pattern(ex, st)
                     self._report(ex, st.first_divergent)
                     key = (ex.spec, st.first_divergent)
                     if key in self.probed:
@@ -198,6 +209,39 @@ class FamilySearch:
             open_ = still
             previous = n
         return self.result
+
+    def _scan(self, ex, lo: int, hi: int) -> list[int]:
+        """The lengths from ``lo`` to ``hi`` (both included) that differ, encoded in batches."""
+        found = []
+        for start in range(lo, hi + 1, SCAN_BATCH):
+            lengths_ = list(range(start, min(hi, start + SCAN_BATCH - 1) + 1))
+            samples = [self._sample(n) for n in lengths_]
+            (differs,) = self._compare(samples, [ex], keep=False)
+            found += [n for n, d in zip(lengths_, differs) if d]
+            for sample in samples:
+                self._reference.pop(sample.id, None)  # scanned once: not kept
+        return found
+
+    def _first_divergent(self, ex, agreeing: int, differing: int) -> int:
+        """Every length up to ``FULL_SCAN`` (below ``differing``) first; above it, bisect."""
+        dense = min(differing - 1, FULL_SCAN)
+        if dense >= 1:
+            found = self._scan(ex, 1, dense)
+            if found:
+                self.result.candidates[ex.spec].agrees_up_to = found[0] - 1
+                return found[0]
+            agreeing = max(agreeing, dense)
+        return self._bisect(ex, agreeing, differing)
+
+    def _pattern(self, ex, st: CandidateLength) -> None:
+        """How the ``PATTERN_SPAN`` lengths from ``T`` fare: all differ, or on and off."""
+        start = st.first_divergent
+        span = PATTERN_SPAN if start <= LONG else SCAN_LONG  # each length of a long one is a large encode
+        stop = min(self.max_chars, start + span - 1)
+        found = self._scan(ex, start, stop)
+        tried = stop - start + 1
+        st.differing_after = [len(found), tried]
+        st.pattern = "every length" if len(found) == tried else "on and off"
 
     def _differs(self, ex, n: int) -> bool:
         (diff,) = self._compare([self._sample(n)], [ex], keep=False)[0]
