@@ -175,7 +175,7 @@ def test_check_api_finds_the_planted_batch_call_and_the_manifest_says_which_entr
     spec = f"{plugin}:planted"
     out = tmp_path / "out"
     proc = run_cli("check", "--engine", spec, "--check", "api", "--corpus", "smoke", "--out", str(out),
-                   "--no-progress")
+                   "--no-progress", "--minimize-budget", "0")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     records = findings(out)
     assert records and {r["check"] for r in records} == {"api"}
@@ -213,8 +213,9 @@ def test_check_api_passes_an_engine_whose_entry_points_agree(tmp_path, plugin):
 def test_the_stress_phase_sends_its_big_batches_through_the_batch_entry_point(tmp_path, plugin):
     spec = f"{plugin}:planted"
     out, calls = tmp_path / "out", tmp_path / "calls.txt"
-    proc = run_cli("check", "--engine", spec, "--check", "stress", "--stress-budget", "120", "--out", str(out),
-                   "--no-progress", "--in-process", env={"PLANT_CALLS": str(calls)})
+    proc = run_cli("check", "--engine", spec, "--check", "stress", "--stress-phase", "batches", "--stress-budget",
+                   "120", "--out", str(out), "--no-progress", "--in-process", "--minimize-budget", "0",
+                   env={"PLANT_CALLS": str(calls)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     sizes = [int(line.split()[1]) for line in calls.read_text().splitlines()]
     assert max(sizes) >= 16_384  # a big batch reached the library's batch call as one call
@@ -233,7 +234,8 @@ def test_the_fuzz_stress_phase_sends_its_big_batches_through_the_batch_entry_poi
     out, calls = tmp_path / "out", tmp_path / "calls.txt"
     proc = run_cli("fuzz", "--reference", "tiktoken:cl100k_base", "--candidate", spec, "--seed", "1",
                    "--max-examples", "40", "--budget", "60", "--out", str(out), "--no-progress", "--in-process",
-                   "--workers", "1", "--database", str(tmp_path / "db"), env={"PLANT_CALLS": str(calls)})
+                   "--workers", "1", "--database", str(tmp_path / "db"), "--minimize-budget", "0",
+                   env={"PLANT_CALLS": str(calls)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     sizes = [int(line.split()[1]) for line in calls.read_text().splitlines()]
     assert max(sizes) >= 16_384  # a big batch reached the library's batch call as one call

@@ -79,6 +79,10 @@ def test_a_gate_for_every_pull_request(project):
     # kitoken treats a special-token literal in plain text as a piece boundary
     # (adversarial/regressions/kitoken-0.11.1-special-literal-splits-text): every cluster is that cause
     assert keys and all("/special" in key for key in keys), keys
+    assert "ids/special/plain:split" in keys  # the cause named, whichever check found it
+    found_by = {check for c in gate["clusters"] for check in c["checks"]}
+    assert {"corpus", "agent-replay", "fuzz", "vocab"} <= found_by, found_by
+    assert {c["name"]: c["status"] for c in gate["checks"]}["unicode"] == "pass"
     assert not [c for c in gate["checks"] if c.get("cut")], "the suite did not fit its deadline"
     assert (out / "report.html").read_text().count("<details class=\"accept\">") == len(gate["clusters"])
     # "Accept what you know in the allowlist (reason, link, expiry) and run the same command again":

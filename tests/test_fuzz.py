@@ -93,10 +93,10 @@ def _ascii_digit_runs(text: str) -> list[str]:
 def test_the_database_replays_a_found_example_first(tmp_path, planted):
     db = tmp_path / "db"
     first = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path / "a", database_dir=db,
-                 engine=IN_PROCESS, max_findings=1, max_examples=500)
+                 engine=IN_PROCESS, max_findings=1, max_examples=500, stress=False)
     assert first.found and any(db.rglob("*"))
     again = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=tmp_path / "b", database_dir=db,
-                 engine=IN_PROCESS, max_findings=1, max_examples=500)
+                 engine=IN_PROCESS, max_findings=1, max_examples=500, stress=False)
     assert again.rounds[0].examples == 1
     assert again.findings[0]["input"] == first.findings[0]["input"]
 
@@ -124,7 +124,8 @@ def test_identical_engines_find_nothing_and_exit_0(tmp_path, planted):
 def test_cli_exits_1_and_prints_the_reproducer(tmp_path, planted):
     out = tmp_path / "out"
     proc = run_cli("fuzz", "--reference", f"{planted}:groups3", "--candidate", f"{planted}:groups4",
-                   "--out", str(out), "--database", str(tmp_path / "db"), "--max-findings", "1", "--seed", "3")
+                   "--out", str(out), "--database", str(tmp_path / "db"), "--max-findings", "1", "--seed", "3",
+                   "--no-stress")
     assert proc.returncode == 1, proc.stderr
     assert f"ids: {planted}:groups4 on '" in proc.stdout
     assert len(records(out)) == 1

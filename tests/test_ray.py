@@ -138,9 +138,9 @@ def test_an_actor_killed_mid_run_is_restarted_and_nothing_is_lost_or_counted_twi
     expected_manifest, expected_keys = local_run
     out = tmp_path / "ray"
     proc = start(args(tiny_spec, planted, out, "--executor", "ray", "--ray-actors", "2"),
-                 env={"PLANT_SLEEP_S": "0.4"})
+                 env={"PLANT_SLEEP_S": "0.2"})
     try:
-        wait_for(proc, out, SHARDS // 2)
+        wait_for(proc, out, SHARDS // 4)
         pids = actor_pids(proc)
         assert pids, "no Ray actor found"
         os.kill(pids[0], signal.SIGKILL)

@@ -76,6 +76,11 @@ def dies_loading():
 
 HANG_SERVER = '''
 import json, subprocess, sys, time
+from tokenizers import Tokenizer
+# the tiny tokenizer, so that only the hung input is a finding (every other would be replayed
+# on a fresh server of its own)
+tok = Tokenizer.from_file(PATH)
+tok.encode_special_tokens = True
 # a child of its own, as real engine servers have (a helper, a pool): it must not outlive the run
 subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
 def send(obj):
@@ -87,14 +92,15 @@ for line in sys.stdin:
     texts = request.get("texts", [])
     if any("GATE" in text for text in texts):
         time.sleep(3600)  # hung: the harness gives up on it
-    send({"id": request["id"], "ids": [list(text.encode("utf-8")) for text in texts]})
+    send({"id": request["id"], "ids": [list(e.ids) for e in tok.encode_batch(texts, add_special_tokens=False)]})
 '''
 
 
 def write_plugins(plugin_dir: Path, tiny_tokenizer_json: Path) -> None:
     (plugin_dir / "fault_plugin.py").write_text(
         FAULTS.replace("PATH", repr(str(tiny_tokenizer_json))).replace("GATE", GATE))
-    (plugin_dir / "hang_server.py").write_text(HANG_SERVER.replace("GATE", GATE))
+    (plugin_dir / "hang_server.py").write_text(
+        HANG_SERVER.replace("PATH", repr(str(tiny_tokenizer_json))).replace("GATE", GATE))
 
 
 def hang_spec(plugin_dir: Path, options: str = "") -> str:

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.faults
 
 LIMIT = "400"  # the first 400 documents of the default corpus: 25 shards
 SHARDS = 25
+TRIAGE_LIMIT, TRIAGE_SHARDS = "96", 6  # triage runs three times in its test: 6 shards of findings to minimise
 GATED = "python:fault_plugin:gated"
 PLANTED = "python:pipeline_plugin:planted"
 TRIAGE_BUDGET = "600"  # a cap never reached: a minimisation cut by the budget would differ under load
@@ -65,10 +66,10 @@ def env_in(box: Path, plugins: Path, **extra: str) -> dict[str, str]:
     return boxed_env(box, PYTHONPATH=os.pathsep.join([str(plugins), os.environ.get("PYTHONPATH", "")]), **extra)
 
 
-def argv(tiny_spec, out, *extra, isolated=False):
+def argv(tiny_spec, out, *extra, isolated=False, limit=LIMIT):
     """Shard workers run the engines in-process, unless ``isolated`` (each engine its own process)."""
     return ["run", "--reference", tiny_spec, "--candidate", GATED, "--candidate", PLANTED, "--corpus", "default",
-            "--limit", LIMIT, "--out", str(out), "--no-progress", *how(isolated), *extra]
+            "--limit", limit, "--out", str(out), "--no-progress", *how(isolated), *extra]
 
 
 def resume_argv(out, *extra, isolated=False):
@@ -97,7 +98,7 @@ def whole(tmp_path_factory, plugins, tiny_spec) -> Path:
 def whole_triaged(tmp_path_factory, plugins, tiny_spec) -> Path:
     """An uninterrupted run with triage."""
     return uninterrupted(tmp_path_factory, plugins, argv(tiny_spec, tmp_path_factory.mktemp("whole-triaged") / "out",
-                                                         "--minimize-budget", TRIAGE_BUDGET))
+                                                         "--minimize-budget", TRIAGE_BUDGET, limit=TRIAGE_LIMIT))
 
 
 def assert_same_results(out: Path, expected: Path) -> None:
@@ -157,10 +158,11 @@ def test_kill_9_of_the_driver_during_triage_then_resume(tmp_path, plugins, tiny_
     out, box, hold = tmp_path / "out", tmp_path / "box", tmp_path / "hold"
     hold.touch()
     env = env_in(box, plugins, **{PAUSE_ENV: f"triage:{hold}"})
-    proc = start(argv(tiny_spec, out, "--minimize-budget", TRIAGE_BUDGET, isolated=True), env, cwd=box / "cwd")
+    proc = start(argv(tiny_spec, out, "--minimize-budget", TRIAGE_BUDGET, isolated=True, limit=TRIAGE_LIMIT), env,
+                 cwd=box / "cwd")
     try:
         wait_until(proc, reached(hold).exists)
-        assert committed(out) == SHARDS and list(out.glob(".triage-signatures.*"))
+        assert committed(out) == TRIAGE_SHARDS and list(out.glob(".triage-signatures.*"))
         assert not (out / "clusters.json").exists()
         assert [p for p in alive(env[TAG]) if p.pid != proc.pid]  # the triage's engine workers
         kill_9(proc, env)

@@ -105,8 +105,9 @@ class Costs:
         return units * self.pair_seconds / speedup(self.workers)
 
     def stress_seconds(self) -> float:
-        """A metamorphic stress budget that fits the big batch (with room for the threshold inputs)."""
-        return round(min(120.0, max(10.0, 4 * self.work(BIG_BATCH_UNITS))), 1)
+        """A metamorphic stress budget per phase that fits the big batch twice over (the batches
+        phase's calls; the other phases stop on it)."""
+        return round(min(60.0, max(5.0, 2 * self.work(BIG_BATCH_UNITS))), 1)
 
     def fixed(self, kind: str, row: dict[str, Any]) -> float:
         """What a check of ``kind`` costs whatever its size: start-up, triage, fixed budgets."""

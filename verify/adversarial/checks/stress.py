@@ -1,7 +1,8 @@
 """The ``stress`` check of ``verify check``: the serving shapes of ``verify.adversarial.stress.shapes``
 on one engine, against its own single calls and -- when ``verify check`` has one -- the reference.
 
-  big batch   ONE call with each of ``stress.BIG_BATCH_SIZES`` samples: every sample's ids must
+  big batch   ONE call with each of ``stress.BIG_BATCH_SIZES`` samples (the first size whatever
+              the budget, the others while it lasts): every sample's ids must
               be its single-call ids (one single call per distinct text: the 100,000-sample batch
               repeats the 16,384 texts). A batch call that raised, or crashed or hung the worker,
               while every sample alone encodes is an ``error`` finding ``BatchCallFailed``.
@@ -22,6 +23,10 @@ on one engine, against its own single calls and -- when ``verify check`` has one
               each (cut, unit, phase, position) group also encodes again to the same ids
               (``repeat``), gives them on the warm engine (``history``) and, for byte-level
               decoders, decodes to its own bytes (``roundtrip``).
+
+Each phase checks its first unit (a big batch, a family batch, a victim, a threshold input)
+whatever the budget: a verdict does not rest on the machine's load, and no phase runs nothing
+for lack of time; the budget bounds the rest (``ended: "time"`` says where it stopped).
 
 Repetition. A threshold input is a head ``H`` (up to the first whole unit), a block ``B``
 (the unit ``r`` times) repeated ``K`` times, and a tail ``T`` holding the probe:
@@ -188,8 +193,8 @@ class StressCheck:
         for i, (sample, single) in enumerate(zip(texts, singles)):
             if not is_ids(single):
                 self._fail(sample, "single-call", single, stress.batch_recipe(len(texts), stress.BATCH_SEED, i))
-        for size in self.batch_sizes:
-            if time.monotonic() >= deadline:
+        for n, size in enumerate(self.batch_sizes):
+            if n and time.monotonic() >= deadline:  # the first size always: a verdict never rests on the load
                 break
             t0 = time.monotonic()
             samples = texts if size == len(texts) else stress.big_batch(size)
@@ -227,7 +232,7 @@ class StressCheck:
         """Homogeneous batches of one length family, each ONE call of the engine's batch entry point."""
         info = self.report["families"]
         for batch in stress.family_batches():
-            if time.monotonic() >= deadline:
+            if info["batches"] and time.monotonic() >= deadline:  # the first always
                 info["ended"] = "time"
                 break
             t0 = time.monotonic()
@@ -262,8 +267,8 @@ class StressCheck:
         """Each victim after poison inputs of its family: in single calls, then inside one batch."""
         info = self.report["state"]
         engine = self.fresh
-        for group in state_plan(self.state_limit):
-            if time.monotonic() >= deadline:
+        for tried, group in enumerate(state_plan(self.state_limit)):
+            if (tried and info["groups"]) and time.monotonic() >= deadline:  # one checked victim always
                 info["ended"] = "time"
                 break
             victim, poisons = group.victim, group.poisons
@@ -290,7 +295,7 @@ class StressCheck:
         info = self.report["threshold"]
         groups: set[tuple] = set()
         for item in stress.threshold_plan(self.cuts):
-            if time.monotonic() >= deadline:
+            if info["inputs"] and time.monotonic() >= deadline:  # the first always
                 info["ended"] = "time"
                 break
             sample, recipe = item.sample(), item.recipe()
