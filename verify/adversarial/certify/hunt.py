@@ -290,7 +290,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
 
 def statement(doc: dict[str, Any]) -> str:
     """The certificate in words."""
-    space = (f"every string of at most {doc['k']} atoms over {doc['alphabet']['atoms']} atoms "
+    space = (f"every string of at most {doc['k']} atom{'s' if doc['k'] != 1 else ''} over {doc['alphabet']['atoms']} atoms "
              f"({doc['strings']['total']:,} strings, every adjacent pair of atoms with every pair of their "
              f"{doc['alphabet']['representatives_per_atom']} representatives)")
     ran = [f"{name} sweep: {p.get('verdict', p['status'])}" for name, p in doc["premises"].items()
