@@ -17,8 +17,8 @@ bit of a signature per code point; atoms are the distinct signatures (numpy). Su
 (U+D800..U+DFFF) cannot be encoded in UTF-8 and are in no atom (``EXCLUDED``).
 
 Each atom has representatives, in this order, the first ``reps`` of them used: the
-**commonest** (the code point whose UTF-8 bytes are the vocabulary's lowest-ranked
-token; the lowest code point when none is a token), the **rarest** (the highest code
+**commonest** (the code point that occurs in the most vocabulary tokens, so that it takes
+part in merges; the lowest code point when none does), the **rarest** (the highest code
 point) and the **lowest**. The alphabet is deterministic: it follows from the patterns,
 the vocabulary's single-code-point tokens and the ``regex`` module's Unicode tables
 (recorded as ``regex_version``), and is cached per process.
@@ -244,22 +244,25 @@ def utf8_lengths() -> np.ndarray:
 
 def alphabet(patterns: Sequence[str], ranks: dict[bytes, int] | None = None) -> Alphabet:
     """The atoms of ``patterns`` (applied in order; their leaves pooled). ``ranks``: the
-    vocabulary's token -> rank, to pick each atom's commonest member (None: the lowest)."""
-    rank_digest = hashlib.sha256()
-    single: dict[int, int] = {}
-    for token, rank in sorted((ranks or {}).items(), key=lambda kv: kv[1]):
-        try:
-            text = token.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        if len(text) == 1 and ord(text) not in single:
-            single[ord(text)] = rank
-            rank_digest.update(f"{ord(text)}:{rank};".encode())
-    return _alphabet(tuple(patterns), tuple(sorted(single.items())), rank_digest.hexdigest()[:16])
+    vocabulary's token -> rank, to pick each atom's commonest member: the one that occurs in
+    the most tokens (so it takes part in merges: ``'.'``, not ``'!'``, joins a letter after it
+    into one token), ties to the lower rank as a token of its own, then the lower code point
+    (None: the lowest member)."""
+    occurs: dict[int, int] = {}
+    own_rank: dict[int, int] = {}
+    for token, rank in (ranks or {}).items():
+        text = token.decode("utf-8", "ignore")
+        for c in set(text):
+            occurs[ord(c)] = occurs.get(ord(c), 0) + 1
+        if len(text) == 1 and len(text.encode()) == len(token):
+            own_rank[ord(text)] = min(rank, own_rank.get(ord(text), rank))
+    score = tuple(sorted((c, (-n, own_rank.get(c, 1 << 40))) for c, n in occurs.items()))
+    digest = hashlib.sha256(repr(score).encode()).hexdigest()[:16]
+    return _alphabet(tuple(patterns), score, digest)
 
 
 @lru_cache(maxsize=8)
-def _alphabet(patterns: tuple[str, ...], single: tuple[tuple[int, int], ...], rank_digest: str) -> Alphabet:
+def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]], ...], rank_digest: str) -> Alphabet:
     pooled: dict[Leaf, None] = {}
     for pattern in patterns:
         for leaf in leaves(pattern):
@@ -274,7 +277,7 @@ def _alphabet(patterns: tuple[str, ...], single: tuple[tuple[int, int], ...], ra
     valid[EXCLUDED[0]:EXCLUDED[1] + 1] = False
     code_points = np.flatnonzero(valid)
     keys, inverse = np.unique(signature[code_points], return_inverse=True)
-    rank_of = dict(single)
+    score_of = dict(score)
     groups: list[tuple[int, int, np.ndarray, int]] = []
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(keys) + 1))
@@ -284,7 +287,7 @@ def _alphabet(patterns: tuple[str, ...], single: tuple[tuple[int, int], ...], ra
     groups.sort(key=lambda t: (t[0], t[1]))
     atoms = []
     for index, (utf8, lowest, members, key) in enumerate(groups):
-        ranked = [(rank_of[int(c)], int(c)) for c in members if int(c) in rank_of]
+        ranked = [(score_of[int(c)], int(c)) for c in members if int(c) in score_of]
         commonest = min(ranked)[1] if ranked else lowest
         highest = int(members[-1])
         reps = tuple(dict.fromkeys((commonest, highest, lowest)))

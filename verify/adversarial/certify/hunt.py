@@ -248,7 +248,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
                 "sample_id": record["sample_id"], "finding_key": record["finding_key"],
                 "expected": (record.get("expected") or {}).get("pieces"),
                 "actual": (record.get("actual") or {}).get("pieces") or (record.get("error") or {}).get("message")})
-    counterexamples.sort(key=lambda c: (c["length"], c["sample_id"].split(":")[1:]))
+    counterexamples.sort(key=lambda c: tuple(int(x) for x in c["sample_id"].split(":")[1:]))
     alpha = alphabet_of(plan.reference)
     atoms = alpha.as_dict(o["reps"])
     if alpha.digest != o["alphabet"]:  # the alphabet changed under the run (a new regex release)
