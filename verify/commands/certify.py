@@ -51,9 +51,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     if args.check is not None:
         return _check(args)
-    reference, candidates = reference_and_candidates(args)
     if args.explain:
-        return _explain(reference, args)
+        return _explain(reference_and_candidates(args)[0], args)
     from verify.adversarial.certify.hunt import check_k, check_reps
     from verify.jobs.certify import certify_job, read_premises
 
@@ -61,9 +60,10 @@ def run(args) -> int:
     check_reps(args.reps)
     if args.budget is not None and not 0 < args.budget <= MAX_SECONDS:
         raise UsageError(f"--budget must be a positive number of seconds, at most {MAX_SECONDS:g}, got {args.budget:g}")
-    premises = read_premises(args.premise, reference, candidates) if args.premise else None
+    premises = read_premises(args.premise, *reference_and_candidates(args)) if args.premise else None
     job = job_options(args, "certify")
-    result = certify_job(reference, candidates, job, k=args.k, reps=args.reps, budget_s=args.budget,
+    # unsaid engines stay None: a --resume takes them from its plan, a new run from engines/defaults.toml
+    result = certify_job(args.reference, args.candidate, job, k=args.k, reps=args.reps, budget_s=args.budget,
                          premises=premises)
     for spec, why in result.not_loaded.items():
         print(f"{spec}: not loaded ({why})", file=sys.stderr)
