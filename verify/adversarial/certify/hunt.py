@@ -53,7 +53,7 @@ BATCH = 256
 MAX_SHARD_FINDINGS = 32  # per engine and shard; the rest counted
 MAX_COUNTEREXAMPLES = 200  # per engine, kept in divergences.jsonl and the certificate
 # Strings compared per second by one worker (tiktoken against one candidate, 2 representatives,
-# measured on a loaded 2-core machine: bench/certify_rate.py). ``--budget`` turns seconds into a
+# measured on a loaded 2-core machine: bench/bench_certify.py). ``--budget`` turns seconds into a
 # number of strings with it -- a formula, never a clock, so the space does not depend on load.
 STRINGS_PER_SECOND = 20_000
 PREMISES = ("unicode", "vocab-sweep", "length")
