@@ -173,3 +173,34 @@ def test_bad_input_is_one_line_exit_2(tmp_path, args):
     proc = run_cli("certify", *args, "--out", str(tmp_path / "bad"))
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_gate_certificate_check_fails_on_the_planted_sequence_and_passes_a_clean_candidate(tmp_path, plant):
+    """The gate's ``certificate`` kind: its verdict comes from k alone; a counterexample fails it."""
+    from verify.cli import main
+
+    spec = plant()
+    rng = random.Random()
+    seq = tuple(rng.randrange(24) for _ in range(2))
+    suite = tmp_path / "suite.toml"
+    for name, candidate, want in (("clean", "hf:cl100k_base", 0), ("planted", f"{spec}?seq={'.'.join(map(str, seq))}", 1)):
+        suite.write_text(f'''[gate]
+name = "{name}"
+reference = "{REFERENCE}"
+candidates = ["{candidate}"]
+in_process = true
+workers = 1
+minimize_budget = 0
+
+[[check]]
+name = "exhaustive"
+kind = "certificate"
+k = 2
+reps = 1
+''')
+        code = main(["gate", str(suite), "--out", str(tmp_path / name)])
+        doc = json.loads((tmp_path / name / "gate.json").read_text())
+        (check,) = doc["checks"]
+        assert code == want and check["status"] == ("pass" if want == 0 else "fail"), (seq, doc["reasons"])
+        cert = json.loads((tmp_path / name / "checks" / "exhaustive" / "certificate.json").read_text())
+        assert cert["verdict"] == ("equal" if want == 0 else "differ") and cert["k"] == 2
