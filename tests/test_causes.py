@@ -78,6 +78,20 @@ def test_unexplained_reproducers_never_share_a_key():
     assert a.key == explain("ids", None, block("a\u0300"), Probe()).key  # the same bug tomorrow: the same key
 
 
+def test_one_rule_on_every_whitespace_character_is_one_cause():
+    """An engine that drops a trailing whitespace piece: each finding shrinks to its own
+    whitespace character (the minimiser keeps its characters), and all are one cause."""
+    def dropped(ch: str) -> dict:
+        return block(ch, expected={"start": 0, "ids": [ord(ch)], "pieces": [ch]},
+                     actual={"start": 0, "ids": [], "pieces": []})
+
+    keys = {explain("ids", None, dropped(ch), Probe()).key for ch in (" ", "\t", "\n", "\x0c")}
+    assert keys == {"ids/reproducer/space/drops"}
+    added = block(" ", expected={"start": 0, "ids": [], "pieces": []}, actual={"start": 0, "ids": [5], "pieces": ["x"]})
+    assert explain("ids", None, added, Probe()).key == "ids/reproducer/space/adds"  # what it does names it too
+    assert explain("ids", None, dropped("a"), Probe()).key != explain("ids", None, dropped(" "), Probe()).key
+
+
 def test_an_unminimised_finding_is_its_own_cluster():
     a = explain("ids", None, None, Probe(), symptom="ids/unlocated", input_key="0" * 32)
     b = explain("ids", None, None, Probe(), symptom="ids/unlocated", input_key="1" * 32)

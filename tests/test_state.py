@@ -58,6 +58,9 @@ def test_a_fresh_engine_is_fresh_and_a_replay_brings_the_state_back(monkeypatch)
         alone, after = first[0][0], second[1][0]
         again = replayer.replay([[victim]])[0][0]  # the instance that saw the poison is gone
         assert alone.tolist() == again.tolist() != after.tolist()
+        # an engine with no thread or process of its own is forked from its never-called template
+        # (numpy's idle BLAS pool must not make every replay a new interpreter)
+        assert replayer.mode == "fork", replayer.notes()
     finally:
         replayer.close()
 

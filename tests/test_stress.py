@@ -200,7 +200,9 @@ def test_fuzz_finds_a_big_batch_bug_and_a_chunking_bug_with_its_defaults(tmp_pat
 @pytest.mark.parametrize("factory, prop", [("chunks", "repetition"), ("wraps", "big-batch")])
 def test_check_stress_finds_the_planted_bug(tmp_path, planted, factory, prop):
     out = tmp_path / "out"
-    proc = run_cli("check", "--engine", f"{planted}:{factory}", "--check", "stress", "--out", str(out))
+    phase = {"repetition": "thresholds", "big-batch": "batches"}[prop]  # the phase that can show it
+    proc = run_cli("check", "--engine", f"{planted}:{factory}", "--check", "stress", "--stress-phase", phase,
+                   "--out", str(out))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     report = json.loads((out / "check.json").read_text())["stress"]
     assert set(report["violations"]) == {prop} and report["findings_written"] == {prop: 5}

@@ -54,17 +54,29 @@ def _categories(piece: bytes) -> frozenset[str]:
                      for ch in text)
 
 
-def first_difference_signature(reference, executor, ref_ids, out_ids) -> Signature | None:
+def _spelled(engine, ids, memo: dict | None):
+    """``engine.token_bytes(ids)`` of one id, remembered in ``memo`` (a vocabulary's spelling of an
+    id does not change: a minimisation asks for the same few ids thousands of times, each a call
+    into an isolated engine's process otherwise)."""
+    if memo is None:
+        return engine.token_bytes(ids)
+    key = (id(engine), int(ids[0]))
+    if key not in memo:
+        memo[key] = engine.token_bytes(ids)
+    return memo[key]
+
+
+def first_difference_signature(reference, executor, ref_ids, out_ids, memo: dict | None = None) -> Signature | None:
     """The categories of the first differing token: the reference's, and both sides' (None: no pieces)."""
     from verify.token_diff import first_difference
 
     index = first_difference(ref_ids, out_ids)
     if index is None:
         return None
-    expected = reference.token_bytes(ref_ids[index:index + 1]) if index < ref_ids.size else [b""]
+    expected = _spelled(reference, ref_ids[index:index + 1], memo) if index < ref_ids.size else [b""]
     piece = out_ids[index:index + 1]
     # an engine that cannot decode is usually on the reference's vocabulary: its id spelled by the reference
-    actual = (executor.token_bytes(piece) or reference.token_bytes(piece)) if index < out_ids.size else [b""]
+    actual = (_spelled(executor, piece, memo) or _spelled(reference, piece, memo)) if index < out_ids.size else [b""]
     if not expected or not actual:
         return None
     a, b = _categories(expected[0]), _categories(actual[0])
@@ -84,13 +96,15 @@ def still_fails(kind: str, reference, executor, error_type: str | None = None,
     (with the first-difference ``signature`` kept, when given), or a failure of the same kind and
     type."""
     if kind == "ids":
+        spellings: dict = {}  # the two engines' token spellings, for this predicate's lifetime
+
         def ids_differ(sample: Sample) -> bool:
             ref, out = _encode_pair(reference, executor, sample)
             if not differ(ref, out):
                 return False
             if signature is None:
                 return True
-            now = first_difference_signature(reference, executor, ref, out)
+            now = first_difference_signature(reference, executor, ref, out, spellings)
             return now is None or same_signature(now, signature)
         return ids_differ
 

@@ -40,12 +40,13 @@ import select
 import signal
 import struct
 import sys
+import threading
 import time
 from typing import Sequence, Union
 
 from verify.errors import VerifyError
 from verify.executors.engine_calls import encode_call
-from verify.executors.lifeline import Lifeline, kill_tree
+from verify.executors.lifeline import LIFELINE_THREAD, Lifeline, kill_tree
 from verify.executors.threads import pin_threads
 from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
 from verify.outcome import Failure, Outcome
@@ -152,7 +153,9 @@ def _forkable() -> bool:
             children = fh.read().split()
     except OSError:  # no /proc: never fork
         return False
-    return len(tasks) == 1 and not children
+    # the template's own lifeline watcher holds no lock a child could need (it waits on a pipe)
+    ours = sum(1 for t in threading.enumerate() if t.name == LIFELINE_THREAD and t.is_alive())
+    return len(tasks) - ours == 1 and not children
 
 
 def _template_main(conn, spec: str, memory_limit_mb: int | None, threads: int | None, lifeline: Lifeline,
@@ -194,6 +197,23 @@ def _template_main(conn, spec: str, memory_limit_mb: int | None, threads: int | 
         conn.send(("ok", answers))
 
 
+# numpy's OpenBLAS starts a pool thread on import: a template that never computes needs none, and
+# with it the template would count as running a thread of its own and never fork
+IDLE_POOLS = {"OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+@contextlib.contextmanager
+def _no_idle_pools():
+    """The environment a fork template starts with (the user's own settings kept)."""
+    added = {k: v for k, v in IDLE_POOLS.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
 # --- the replayer ----------------------------------------------------------------------------------
 
 class _Template:
@@ -205,7 +225,8 @@ class _Template:
         parent, child = ctx.Pipe()
         self.proc = ctx.Process(target=_template_main, daemon=True,
                                 args=(child, spec, memory_limit_mb, threads, Lifeline.here(), fork))
-        self.proc.start()
+        with _no_idle_pools() if fork else contextlib.nullcontext():
+            self.proc.start()
         child.close()
         self.conn = parent
         if not self.conn.poll(start_timeout_s):

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from verify import reaper
 
+LIFELINE_THREAD = "verify-lifeline"  # the watcher's thread name (fresh.py tells it from an engine's threads)
+
 LIFELINE_POLL_S = 0.2
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -55,7 +57,7 @@ class Lifeline:
             _parent_death_signal(signal.SIGKILL)
         if os.getppid() != self.parent:  # the parent went before we got here
             _end_now()
-        threading.Thread(target=self._watch, daemon=True, name="verify-lifeline").start()
+        threading.Thread(target=self._watch, daemon=True, name=LIFELINE_THREAD).start()
 
     def _watch(self) -> None:
         while os.getppid() == self.parent:

@@ -40,7 +40,7 @@ VOCAB_UNITS_PER_TOKEN = 0.0114  # each token alone and in contexts, its pairs, t
 LENGTH_UNITS_PER_KIND_KCHAR = 0.254  # per kind of family and 1,000 characters of --max-chars
 METAMORPHIC_UNITS_PER_SAMPLE = 0.12  # repeat, history, batch vs single, threads, decode
 FUZZ_STRESS_S = 15.0  # fuzz's stress phase after its search budget
-STRESS_PHASES = 2  # a metamorphic stress budget is spent per phase (batches, thresholds)
+STRESS_PHASES = 4  # a metamorphic stress budget is spent per phase (batches, families, state, thresholds)
 BIG_BATCH_UNITS = 3.0  # the stress phase's 16,384-sample batch and its single calls
 
 # what each profile may size, the share of the time left for it, its smallest and its full size
@@ -111,7 +111,8 @@ class Costs:
     def fixed(self, kind: str, row: dict[str, Any]) -> float:
         """What a check of ``kind`` costs whatever its size: start-up, triage, fixed budgets."""
         triage = self.minimize_budget if kind not in ("unicode", "recheck") else 0.0
-        extra = {"fuzz": FUZZ_STRESS_S, "metamorphic": STRESS_PHASES * float(row.get("stress_seconds") or 0)}
+        extra = {"fuzz": FUZZ_STRESS_S, "metamorphic": len(row.get("stress_phases") or range(STRESS_PHASES)) *
+                 float(row.get("stress_seconds") or 0)}
         return START_S + triage + extra.get(kind, 0.0)
 
     def per_unit(self, kind: str, row: dict[str, Any]) -> float:
