@@ -106,6 +106,7 @@ def smallest_invocations(out: Path) -> dict[str, list[str]]:
         "shadow": ["shadow", str(_shadow_file(out)), "--reference", "tiktoken:cl100k_base", *common,
                    "--out", str(out / "shadow")],
         "sweep": ["sweep", "--reference", "tiktoken-cl100k", "--limit", "10", *common, "--out", str(out / "sweep")],
+        "certify": ["certify", "--k", "1", *common, "--out", str(out / "certify")],
         "gate": ["gate", "ci/nightly.toml", "--out", str(out / "gate")],  # its candidate is not installed: exit 2
     }
 

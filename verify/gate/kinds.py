@@ -33,11 +33,14 @@ def _cli_bounds() -> dict[str, Validator]:
     """The checks of the options whose bounds live with their hunts -- the very bounds the command
     line enforces (``--max-examples``, ``--pairs``, ``--max-chars``), so a suite is refused before
     any check runs for what the command would refuse when the check starts."""
+    from verify.adversarial.certify.hunt import MAX_REPS
+    from verify.adversarial.certify.space import MAX_K
     from verify.adversarial.fuzz.hunt import MAX_EXAMPLES
     from verify.adversarial.length.hunt import MAX_CHARS
     from verify.adversarial.vocab.hunt import MAX_PAIRS
 
-    return {"examples": integer(1, MAX_EXAMPLES), "pairs": integer(0, MAX_PAIRS), "max_chars": integer(2, MAX_CHARS)}
+    return {"examples": integer(1, MAX_EXAMPLES), "pairs": integer(0, MAX_PAIRS), "max_chars": integer(2, MAX_CHARS),
+            "certify_k": integer(1, MAX_K), "certify_reps": integer(1, MAX_REPS)}
 
 
 BOUNDS = _cli_bounds()
@@ -241,6 +244,23 @@ def run_length(ctx: CheckContext, run: CheckRun) -> None:
     tally(run, [out], ctx.spec.allow_skipped)
 
 
+def run_certificate(ctx: CheckContext, run: CheckRun) -> None:
+    """Bounded-exhaustive parity (``verify certify``): every string of at most ``k`` atoms. Its
+    verdict follows from ``k`` and ``reps`` alone, never from the machine's load."""
+    from verify.jobs.certify import certify_job
+
+    suite, o, out = ctx.suite, ctx.spec.options, ctx.out
+    fresh_folder(out)
+    result = certify_job(suite.reference, list(suite.candidates), _job(ctx, minimize_budget_s=ctx.spec.minimize_budget),
+                         k=o.get("k"), reps=o.get("reps"))
+    doc = result.certificate
+    run.notes.append(doc.get("statement") or f"certificate: {doc['verdict']}")
+    if doc["verdict"] != "equal":
+        run.problems.append(f"certificate verdict: {doc['verdict']} (every string of at most {doc['k']} atoms)")
+    run.clusters = collect.triaged_clusters(out, ctx.spec.name, ctx.rel, suite.engine_options(), 0.0)
+    tally(run, [out], ctx.spec.allow_skipped)
+
+
 def _metamorphic_checks(options: dict[str, Any], at: str) -> None:
     if "checks" in options:
         from verify.adversarial.checks.metamorphic import CHECKS
@@ -267,6 +287,7 @@ KINDS: dict[str, CheckKind] = {k.name: k for k in [
     CheckKind("recheck", {"cases": text, "allow_unavailable": boolean}, run_recheck, paths=frozenset({"cases"})),
     CheckKind("length", {"max_chars": BOUNDS["max_chars"], "kinds": choices("run", "block", "separator", "token", "special"),
                          "families": texts}, run_length),
+    CheckKind("certificate", {"k": BOUNDS["certify_k"], "reps": BOUNDS["certify_reps"]}, run_certificate),
     CheckKind("metamorphic", {"corpus": texts, "limit": POSITIVE, "checks": texts, "stress": boolean,
                               "stress_seconds": seconds(True), "stress_phases": texts}, run_metamorphic,
               validate=_metamorphic_checks),

@@ -87,6 +87,8 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
     lines = [f"# {md_text(title)}: {verdict}", ""]
     if manifest.get("aborted"):
         lines.append(f"- **aborted**: {md_text(manifest['aborted'])}")
+    if manifest.get("statement"):  # a hunt's verdict in words (``verify certify``'s certificate)
+        lines.append(f"- **statement**: {md_text(manifest['statement'])}")
     ref = manifest.get("reference")
     if ref:
         lines.append(f"- reference: {_cell(ref['spec'])} ({md_text(_package(ref))}vocab sha256 "

@@ -1,0 +1,206 @@
+"""``verify certify``: the atoms of a pattern, a planted fault on a random atom sequence found as
+the shortest counterexample, a clean certificate whose numbers add up, ``--check`` naming a
+changed identity, bad input in one line."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from conftest import run_cli
+
+REFERENCE = "tiktoken:cl100k_base"
+
+PLANT = '''
+"""A planted certify fault: the real reference (tiktoken on cl100k_base) that returns wrong ids
+(one extra token) exactly when the text's atoms contain the sequence ``seq`` contiguously."""
+from functools import lru_cache
+
+from verify.adversarial.certify.atoms import alphabet_of, atom_table
+
+
+@lru_cache(maxsize=1)
+def _table():
+    return atom_table(alphabet_of("tiktoken:cl100k_base"))
+
+
+@lru_cache(maxsize=1)
+def _encoding():
+    from verify.engines import build_engine
+
+    return build_engine("tiktoken:cl100k_base").encoding
+
+
+def _contains(atoms, seq):
+    n = len(seq)
+    return any(tuple(atoms[i:i + n]) == seq for i in range(len(atoms) - n + 1))
+
+
+class Planted:
+    name = "certify-plant"
+    version = "VERSION"
+
+    def __init__(self, seq):
+        self.seq = tuple(int(x) for x in seq.split(".")) if seq else ()
+
+    def encode_batch(self, texts):
+        table, enc = _table(), _encoding()
+        out = []
+        for t in texts:
+            ids = list(enc.encode_ordinary(t))
+            if self.seq and _contains([int(table[ord(c)]) for c in t], self.seq):
+                ids.append(0)
+            out.append(ids)
+        return out
+
+
+def planted(seq=""):
+    return Planted(seq)
+'''
+
+
+@pytest.fixture
+def plant(plugin_dir):
+    def write(version: str = "1") -> str:
+        (plugin_dir / "certify_plant.py").write_text(PLANT.replace("VERSION", version))
+        return "python:certify_plant:planted"
+    return write
+
+
+def certify(out, *args, candidate="hf:cl100k_base"):
+    return run_cli("certify", "--reference", REFERENCE, "--candidate", candidate, "--in-process", "--workers", "1",
+                   "--no-progress", "--minimize-budget", "0", "--out", str(out), *args)
+
+
+def test_the_atoms_of_cl100k_separate_what_its_pattern_tells_apart():
+    from verify.adversarial.certify.atoms import EXCLUDED, MAX_CODE_POINT, _alphabet, alphabet_of, atom_table
+
+    alpha = alphabet_of(REFERENCE)
+    table = atom_table(alpha)
+    at = {c: int(table[ord(c)]) for c in "abzAZ05 \t\n\r'sStTdlLeErv.!é中😀"}
+    # letters, digits, whitespace, newlines, the space, the apostrophe: each its own atom
+    apart = ["a", "0", "\t", "\n", " ", "'", "s", "l", "e", "r", "v", ".", "é", "中", "😀"]
+    assert len({at[c] for c in apart}) == len(apart), at
+    assert at["a"] == at["b"] == at["z"] == at["A"] == at["Z"]  # letters alike (no contraction letter)
+    assert at["s"] == at["S"] == at["t"] == at["T"] == at["d"]  # '(?i:[sdmt]...) folds case
+    assert at["l"] == at["L"] and at["e"] == at["E"] and at["0"] == at["5"] and at["\n"] == at["\r"]
+    assert at["."] == at["!"]
+    # every code point but the surrogates in exactly one atom
+    valid = (table >= 0)
+    assert valid.sum() == MAX_CODE_POINT + 1 - (EXCLUDED[1] - EXCLUDED[0] + 1)
+    assert not valid[EXCLUDED[0]:EXCLUDED[1] + 1].any()
+    assert sum(a.size for a in alpha.atoms) == int(valid.sum())
+    for a in alpha.atoms:
+        assert all(table[c] == a.index for c in a.representatives)
+        assert all(len(chr(c).encode()) == a.utf8 for c in a.representatives)
+    # deterministic: derived again from scratch, the same alphabet
+    _alphabet.cache_clear()
+    again = alphabet_of(REFERENCE)
+    assert again.digest == alpha.digest and again.atoms == alpha.atoms
+
+
+def test_explain_prints_the_atoms():
+    proc = run_cli("certify", "--reference", REFERENCE, "--explain")
+    assert proc.returncode == 0, proc.stderr
+    assert "24 atoms" in proc.stdout.splitlines()[0] and "U+0027" in proc.stdout
+
+
+@pytest.mark.parametrize("length", [3, 4])
+def test_a_planted_fault_on_a_random_atom_sequence_is_the_shortest_counterexample(tmp_path, plant, length):
+    from verify.adversarial.certify.atoms import alphabet_of
+
+    seed = random.Random().randrange(2**32)
+    rng = random.Random(seed)
+    seq = [rng.randrange(len(alphabet_of(REFERENCE))) for _ in range(length)]
+    why = f"seed {seed}, planted atom sequence {seq}"
+    spec = plant() + "?seq=" + ".".join(map(str, seq))
+    proc = certify(tmp_path / "out", "--k", str(length), "--reps", "1", candidate=spec)
+    assert proc.returncode == 1, (why, proc.stderr)
+    doc = json.loads((tmp_path / "out" / "certificate.json").read_text())
+    assert doc["verdict"] == "differ", why
+    assert doc["counterexamples"], why
+    first = doc["counterexamples"][0]
+    assert first["atoms"] == seq and first["length"] == length, (why, first)
+    assert len(doc["counterexamples"]) == 1, (why, doc["counterexamples"][:3])  # longer ones are subsumed
+    assert doc["differing_strings"][spec] >= 1
+    assert "NOT equal" in doc["statement"] and repr(first["text"]) in doc["statement"]
+
+
+def test_a_clean_certificate_adds_up(tmp_path):
+    out = tmp_path / "clean"
+    proc = certify(out, "--k", "2")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "certificate.json").read_text())
+    assert doc["schema"] == "verify.certificate/1" and doc["verdict"] == "equal" and not doc["counterexamples"]
+    atoms, per = doc["alphabet"]["atoms"], doc["strings"]["per_length"]
+    assert atoms == len(doc["alphabet"]["list"]) == 24
+    assert [per[str(n)]["atom_strings"] for n in (1, 2)] == [atoms, atoms ** 2]
+    assert doc["strings"]["total"] == sum(v["strings"] for v in per.values()) == doc["strings"]["compared"]
+    assert all(v["strings"] == v["compared"] for v in per.values())
+    assert doc["counts"]["verified"] == doc["strings"]["total"]
+    assert doc["reference"]["spec"] == REFERENCE and doc["reference"]["vocab_sha256"]
+    assert doc["candidates"][0]["package"] == "tokenizers"
+    assert all(p["status"] == "not run" for p in doc["premises"].values())
+    assert f"{doc['strings']['total']:,} strings" in doc["statement"] and "identical ids" in doc["statement"]
+    assert doc["statement"] in (out / "summary.md").read_text().replace("\\", "")
+
+
+def test_check_names_the_identity_that_changed(tmp_path, plant):
+    spec = plant("1")
+    out = tmp_path / "cert"
+    assert certify(out, "--k", "1", candidate=spec).returncode == 0
+    cert = out / "certificate.json"
+    same = run_cli("certify", "--check", str(cert), "--in-process", "--out", str(tmp_path / "again"))
+    assert same.returncode == 0, same.stderr
+    assert "same engines" in same.stdout and "equal" in same.stdout
+    plant("2")  # another version of the candidate
+    changed = run_cli("certify", "--check", str(cert), "--in-process")
+    assert changed.returncode == 1, changed.stderr
+    assert "identity field 'version' was '1', is '2'" in changed.stderr and spec in changed.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["--reference", "tiktoken:no_such_vocab", "--candidate", "hf:cl100k_base", "--k", "1"],
+    ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--k", "0"],
+    ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--k", "99"],
+    ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--reps", "7"],
+    ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--k", "2", "--budget", "10"],
+    ["--check", "/no/such/certificate.json"],
+])
+def test_bad_input_is_one_line_exit_2(tmp_path, args):
+    proc = run_cli("certify", *args, "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_gate_certificate_check_fails_on_the_planted_sequence_and_passes_a_clean_candidate(tmp_path, plant):
+    """The gate's ``certificate`` kind: its verdict comes from k alone; a counterexample fails it."""
+    from verify.cli import main
+
+    spec = plant()
+    rng = random.Random()
+    seq = tuple(rng.randrange(24) for _ in range(2))
+    suite = tmp_path / "suite.toml"
+    for name, candidate, want in (("clean", "hf:cl100k_base", 0), ("planted", f"{spec}?seq={'.'.join(map(str, seq))}", 1)):
+        suite.write_text(f'''[gate]
+name = "{name}"
+reference = "{REFERENCE}"
+candidates = ["{candidate}"]
+in_process = true
+workers = 1
+minimize_budget = 0
+
+[[check]]
+name = "exhaustive"
+kind = "certificate"
+k = 2
+reps = 1
+''')
+        code = main(["gate", str(suite), "--out", str(tmp_path / name)])
+        doc = json.loads((tmp_path / name / "gate.json").read_text())
+        (check,) = doc["checks"]
+        assert code == want and check["status"] == ("pass" if want == 0 else "fail"), (seq, doc["reasons"])
+        cert = json.loads((tmp_path / name / "checks" / "exhaustive" / "certificate.json").read_text())
+        assert cert["verdict"] == ("equal" if want == 0 else "differ") and cert["k"] == 2
