@@ -111,7 +111,7 @@ def test_kill_9_half_way_then_resume_equals_an_uninterrupted_run(tmp_path, plant
     total = expected_manifest["shards"]["total"]
 
     out = tmp_path / "killed"
-    env = {**os.environ, "PLANT_SLEEP_S": "0.01"}  # slower, never done before the kill
+    env = {**os.environ, "PLANT_SLEEP_S": "0.002"}  # slower, never done before the kill
     proc = subprocess.Popen([sys.executable, "-m", "verify.cli", *check_args(engine, out, "--workers", "2")],
                             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)

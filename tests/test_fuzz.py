@@ -70,7 +70,7 @@ def test_finds_digit_grouping_bug_within_default_budget_and_shrinks_it(tmp_path,
     monkeypatch.delenv(EXAMPLES_ENV, raising=False)  # the default budget, as a user gets it
     out = tmp_path / "out"
     result = fuzz(f"{planted}:groups3", [f"{planted}:groups4"], out_dir=out, database_dir=tmp_path / "db",
-                  engine=IN_PROCESS, max_findings=1)
+                  engine=IN_PROCESS, max_findings=1, stress=False)  # the search's default budget
     (record,) = records(out)
     assert record["kind"] == "ids" and record["source"] == "fuzz"
     assert record["engine"] == f"{planted}:groups4" and record["reference"] == f"{planted}:groups3"

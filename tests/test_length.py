@@ -17,7 +17,7 @@ import pytest
 from conftest import run_cli
 
 
-FAMILIES = ["run:U+0061", "run:U+0020", "run:U+0031", "run:U+0434", "block:U+0061+U+0020", "sep:a|U+0020|a"]
+FAMILIES = ["run:U+0061", "run:U+0020", "run:U+0031", "sep:a|U+0020|a"]  # letters, spaces, digits, a separator
 
 
 PLANTED = "python:verify.engines.planted.length_faults"

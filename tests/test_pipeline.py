@@ -144,7 +144,7 @@ def test_a_resume_with_other_engines_corpora_or_options_is_refused(tmp_path, tin
 
 def test_triage_twice_gives_identical_outputs_and_never_touches_the_findings(tmp_path, tiny_spec, planted):
     out = tmp_path / "out"
-    assert run_cli(*base_args(tiny_spec, planted, out, "--workers", "1", "--limit", "300")).returncode == 1
+    assert run_cli(*base_args(tiny_spec, planted, out, "--workers", "1", "--limit", "150")).returncode == 1
     findings = (out / "divergences.jsonl").read_bytes()
     outputs = []
     for _ in range(2):
