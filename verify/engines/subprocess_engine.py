@@ -240,7 +240,8 @@ class SubprocessEngine(Adapter):
             if not isinstance(msg, dict) or "id" not in msg:
                 self._fail(child, f"wrote a line that is not a protocol message: {_excerpt(reply)}")
             if msg["id"] != rid:
-                self._fail(child, f"answered request {msg['id']!r} when request {rid} was outstanding")
+                self._fail(child, f"answered request {msg['id']!r} when request {rid} was outstanding "
+                                  "(a late or second answer?)")
             if "error" in msg:
                 err = msg["error"] if isinstance(msg["error"], dict) else {"message": msg["error"]}
                 etype, emsg = str(err.get("type", "Error")), str(err.get("message", ""))
