@@ -5,6 +5,7 @@ imports (``if TYPE_CHECKING:``) are not imports at run time and are left out."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from pathlib import Path
 
 import verify
@@ -101,3 +102,27 @@ def test_the_gate_calls_functions_not_the_command_line():
     gate = PACKAGE / "gate"
     offenders = [str(p.relative_to(PACKAGE)) for p in gate.rglob("*.py") if "verify.cli" in p.read_text()]
     assert not offenders
+
+
+def test_the_package_patches_nothing_with_unittest_mock():
+    """Production code that patches a library at run time hides what it depends on: none of it."""
+    offenders = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")
+                 if any(isinstance(n, (ast.Import, ast.ImportFrom)) and "unittest" in ast.dump(n)
+                        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    assert not offenders
+
+
+def test_the_declared_python_has_every_standard_module_the_package_imports():
+    """Before: ``requires-python >=3.10`` while the package imports ``tomllib`` (3.11): every command
+    failed to import on 3.10."""
+    declared = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["requires-python"]
+    minimum = tuple(int(part) for part in declared.removeprefix(">=").split("."))
+    imported = {alias.name.split(".")[0] for p in PACKAGE.rglob("*.py")
+                for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                if isinstance(n, ast.Import) for alias in n.names}
+    imported |= {n.module.split(".")[0] for p in PACKAGE.rglob("*.py")
+                 for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+                 if isinstance(n, ast.ImportFrom) and n.module and n.level == 0}
+    new_in = {"tomllib": (3, 11)}  # the standard modules newer than 3.8 that the package may use
+    too_new = {name: since for name, since in new_in.items() if name in imported and since > minimum}
+    assert not too_new, f"requires-python {declared} but the package imports {too_new}"

@@ -9,12 +9,15 @@ from __future__ import annotations
 import functools
 import threading
 from typing import Any
-from unittest import mock
 
 from verify.errors import ConfigError
 from verify.vocab.resolver import ResolvedVocab
 
 _lock = threading.Lock()
+
+
+def _no_ranks(*_args, **_kwargs) -> dict[bytes, int]:
+    return {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -26,10 +29,15 @@ def family_definition(encoding_name: str) -> dict[str, Any]:
     if constructor is None:
         known = ", ".join(sorted(public.ENCODING_CONSTRUCTORS))
         raise ConfigError(f"unknown tiktoken encoding '{encoding_name}' (known: {known})")
-    # The constructor would download the ranks; we only want its pattern and
-    # special tokens, so hand it an empty table.
-    with _lock, mock.patch.object(public, "load_tiktoken_bpe", lambda *a, **k: {}):
-        definition = constructor()
+    # The constructor would download the ranks; we only want its pattern and special tokens, so
+    # its module's loader answers an empty table while it runs (under a lock: the swap is global).
+    with _lock:
+        loader = public.load_tiktoken_bpe
+        public.load_tiktoken_bpe = _no_ranks
+        try:
+            definition = constructor()
+        finally:
+            public.load_tiktoken_bpe = loader
     return {"pat_str": definition["pat_str"], "special_tokens": dict(definition["special_tokens"])}
 
 
