@@ -62,10 +62,6 @@ def from_runs(runs: Iterable[Sequence]) -> str:
     return "".join(str(unit) * int(count) for unit, count in runs)
 
 
-def chars_of(runs: Iterable[Sequence]) -> int:
-    return sum(len(unit) * int(count) for unit, count in runs)
-
-
 def compact(text: str) -> Runs | None:
     """The runs of ``text`` when they are worth reading instead of it, else None. Text that does
     not even compress (zlib, at C speed) is not repetitive: no run-length pass over it."""

@@ -190,12 +190,6 @@ def joined_triage(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | 
             yield record, None
 
 
-def read_triage(out: Path) -> dict[str, dict[str, Any]]:
-    """finding_key -> its triage line: every line in memory, for tests and small folders;
-    reports and the gate stream with ``joined_triage``."""
-    return {t["finding_key"]: t for t in read_findings(Path(out) / "triage.jsonl")}
-
-
 def read_clusters(out: Path) -> list[dict[str, Any]]:
     path = Path(out) / "clusters.json"
     if not path.is_file():

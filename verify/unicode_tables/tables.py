@@ -199,10 +199,6 @@ def normalization_changed(form: str, v1: str, v2: str) -> np.ndarray:
     return np.asarray(sorted(cp for cp in set(a) | set(b) if a.get(cp) != b.get(cp)), dtype=np.int64)
 
 
-def changed_ranges(v1: str, v2: str) -> list[list[int]]:
-    return to_ranges(changed(v1, v2))
-
-
 def to_ranges(cps: Iterable[int] | np.ndarray) -> list[list[int]]:
     """Inclusive ``[first, last]`` ranges of a set of code points (sorted, deduplicated)."""
     arr = np.unique(np.asarray(list(cps) if not isinstance(cps, np.ndarray) else cps, dtype=np.int64))
@@ -212,11 +208,6 @@ def to_ranges(cps: Iterable[int] | np.ndarray) -> list[list[int]]:
     firsts = np.concatenate(([arr[0]], arr[breaks + 1]))
     lasts = np.concatenate((arr[breaks], [arr[-1]]))
     return [[int(a), int(b)] for a, b in zip(firsts, lasts)]
-
-
-def from_ranges(ranges: Iterable[Iterable[int]]) -> np.ndarray:
-    parts = [np.arange(a, b + 1, dtype=np.int64) for a, b in ranges]
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 @lru_cache(maxsize=1)
