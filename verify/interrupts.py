@@ -30,8 +30,10 @@ import threading
 import time
 from typing import Iterator
 
+from verify.exit_codes import ExitCode
+
 HARD_STOP_S = 5.0  # after Ctrl-C or SIGTERM, the command has this long to end by itself
-EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_SIGINT, EXIT_SIGTERM = ExitCode.INTERRUPTED, ExitCode.TERMINATED
 INTERRUPTED_LINE = "verify: interrupted (partial reports written)"
 TERMINATED_LINE = "verify: terminated by SIGTERM (what was committed stays; continue with --resume)"
 

@@ -3,6 +3,10 @@
 To add a command: write ``verify/commands/NAME.py`` and list it in ``COMMANDS`` below.
 """
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_HARNESS_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+from verify.exit_codes import ExitCode
+
+# The commands' names for the one table (verify/exit_codes.py).
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_HARNESS_BUG, EXIT_INTERRUPTED = (
+    ExitCode.OK, ExitCode.FINDINGS, ExitCode.USAGE, ExitCode.HARNESS_BUG, ExitCode.INTERRUPTED)
 
 COMMANDS = ["run", "replay", "triage", "ledger", "sweep", "engines", "vocab", "unicode", "length", "fuzz", "recheck", "check", "selftest", "report", "gate", "shadow", "certify"]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UsageError
+from verify.exit_codes import ExitCode
 from verify.gate.checks import CheckContext, CheckRun, load_run, run_check, save_run
 from verify.gate.deadline import Deadline
 from verify.gate.suite import Suite, load_suite
@@ -43,7 +44,8 @@ ATTEMPTS_DIR = "attempts"  # OUT/attempts/N/: the finished gates OUT held before
 GATE_FILE = "gate.json"
 JUNIT_FILE = "junit.xml"
 OPTIONAL_REPORTS = (("verify.reports.html", "write_html"), ("verify.reports.ci_markdown", "write_ci_summary"))
-EXIT_PASS, EXIT_FAIL, EXIT_CONFIG, EXIT_HARNESS = 0, 1, 2, 3
+# The gate's names for the one table (verify/exit_codes.py).
+EXIT_PASS, EXIT_FAIL, EXIT_CONFIG, EXIT_HARNESS = ExitCode.OK, ExitCode.FINDINGS, ExitCode.USAGE, ExitCode.HARNESS_BUG
 
 
 @dataclass

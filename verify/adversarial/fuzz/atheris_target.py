@@ -56,6 +56,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from verify.exit_codes import ExitCode
 from verify.token_diff import first_difference
 from verify.outcome import Failure, agree
 from verify.sample import Sample
@@ -185,7 +186,6 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
     its crash artifacts through the ordinary pipeline. Returns the exit code."""
     import importlib.util
 
-    from verify.commands import EXIT_FINDINGS, EXIT_OK
     from verify.errors import UsageError
 
     if importlib.util.find_spec("atheris") is None:
@@ -216,12 +216,12 @@ def run_atheris(reference: str, candidates: list[str], out: Path, *, budget_s: f
         if proc.returncode != 0:
             raise UsageError(f"atheris target exited with {proc.returncode}: {tail[0]} (log: {log})")
         print(f"atheris: nothing found in {budget_s or 60:g} s -> {out}")
-        return EXIT_OK
+        return ExitCode.OK
     replay(reference, candidates, found, out)
     for path in found:
         print(f"atheris: {path.name}: {text_from_bytes(path.read_bytes())!r}")
     print(f"atheris: {len(found)} finding(s), replayed into {out / 'replay' / 'divergences.jsonl'}; log {log}")
-    return EXIT_FINDINGS
+    return ExitCode.FINDINGS
 
 
 def prebuild(reference: str, candidates: list[str], out: Path) -> None:
