@@ -22,13 +22,8 @@ import os
 import sys
 
 from verify import __version__, interrupts, reaper
-from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_USAGE
+from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_USAGE, SubParser
 from verify.errors import UsageError, VerifyError, one_line, storage_error
-
-
-class SubParser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, not argparse's usage block
-        raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,12 +14,11 @@
 
 from __future__ import annotations
 
-from verify.commands import EXIT_FINDINGS, EXIT_OK
+from verify.commands import EXIT_FINDINGS, EXIT_OK, SubParser
 from verify.errors import UsageError
 
 
 def add_parser(sub) -> None:
-    from verify.cli import SubParser
     from verify.commands.options import add_corpus_options, add_pool_options
 
     p = sub.add_parser("ledger", help="inspect, check or compact reference ledgers (--ledger)")

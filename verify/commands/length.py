@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import sys
 
+from verify.commands import SubParser
 from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
                                      check_positive, compared_exit, job_options)
 
 
 def add_parser(sub) -> None:
     from verify.adversarial.length.hunt import DEFAULT_MAX_CHARS, KINDS
-    from verify.cli import SubParser
-
     length = sub.add_parser("length", help="the length sweep: where candidates first differ as inputs grow")
     lsub = length.add_subparsers(dest="length_command", parser_class=SubParser, required=True)
     p = lsub.add_parser("sweep", help="grow every probe family, bisect the first divergent length, probe the cut",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from verify.commands import EXIT_OK
+from verify.commands import EXIT_OK, SubParser
 from verify.commands.options import (add_engine_options, add_job_options, add_out_option, add_pool_options,
                                      check_positive, compared_exit, job_options)
 
@@ -27,8 +27,6 @@ SWEEP_HELP = ("every token of the reference's vocabulary as text (alone, in cont
 
 def add_parser(sub) -> None:
     from verify.adversarial.vocab.sweep import DEFAULT_BATCH, DEFAULT_MAX_FINDINGS, DEFAULT_PAIRS, PARTS
-    from verify.cli import SubParser
-
     vocab = sub.add_parser("vocab", help="known vocabularies; sweep a vocabulary through engines")
     vsub = vocab.add_subparsers(dest="vocab_command", parser_class=SubParser, required=True)
     vsub.add_parser("list", help="known vocabularies, their source, SHA-256, cached or not")

@@ -27,6 +27,7 @@ from typing import Any
 
 from verify.engines.repair_certificate import OPTION_NAMES, RepairSettings
 from verify.engines.repair_session import RepairSession
+from verify.engines.vocabulary import engine_vocabulary
 from verify.engines.wrapped import WrappedEngine
 from verify.errors import ConfigError
 
@@ -52,8 +53,6 @@ class RepairEngine(WrappedEngine):
     def longest(self) -> int:
         """Bytes of the inner vocabulary's longest token, added and special tokens included."""
         if self._longest is None:
-            from verify.adversarial.vocab.texts import engine_vocabulary
-
             vocab = engine_vocabulary(self.inner)
             self._longest = max([*(len(b) for b in vocab.tokens.values()),
                                  *(len(t.encode()) for t in vocab.added)], default=0)

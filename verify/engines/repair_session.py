@@ -26,19 +26,32 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from collections import Counter
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
 from verify.corpora.traces.model import coalesce
 from verify.engines.base import TOKEN_DTYPE, as_token_array
-from verify.engines.repair_certificate import certify, matched_run
+from verify.engines.repair_certificate import RepairSettings, certify, matched_run
 from verify.engines.session_controls import segments_from_json, segments_to_json
 from verify.engines.sessions import SessionUpdate
 from verify.sample import Sample, Segment
 
-if TYPE_CHECKING:
-    from verify.engines.repair_engine import RepairEngine
+
+
+class RepairOwner(Protocol):
+    """What a session needs of the engine that opened it (``RepairEngine``): its settings and
+    counters, the engine it repairs with, and the engine's checks. Named as a protocol so that
+    the session does not import the engine back."""
+
+    settings: RepairSettings
+    stats: Counter
+    inner: Any  # the wrapped engine under repair
+
+    def check_segments(self, segments: Sequence[Segment]) -> None: ...
+
+    def longest(self) -> int: ...
 
 STATE_SCHEMA = "verify.repair-state/1"
 _EMPTY_IDS = np.zeros(0, dtype=TOKEN_DTYPE)
@@ -46,7 +59,7 @@ _EMPTY_ENDS = np.zeros(0, dtype=np.int64)
 
 
 class RepairSession:
-    def __init__(self, owner: "RepairEngine", state: bytes | None = None):
+    def __init__(self, owner: RepairOwner, state: bytes | None = None):
         self.owner = owner
         self.settings = owner.settings
         self.segments: list[Segment] = []

@@ -20,13 +20,11 @@ import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from verify import atomic
 from verify.counts import STATES, Counts
-
-if TYPE_CHECKING:
-    from verify.gate.suite import CheckSpec, Suite
+from verify.gate.suite_model import CheckSpec, Suite
 
 RESULT_FILE = "gate-check.json"
 RESULT_SCHEMA = "verify.gate-check/1"

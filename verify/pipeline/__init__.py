@@ -1,9 +1,14 @@
 """The run pipeline, one-way: source -> shards -> workers (engines) -> comparison ->
 committed shard results -> merged findings -> triage -> reports.
 
-  plan.py        what a run is: engines, corpora, shards, output-changing options (OUT/plan.json)
-  shard_task.py  one shard through every engine and the comparison -> ShardResult
-  store.py       committing shard results atomically under OUT, reading them back, merging
-  status.py      progress on the terminal and the one-line OUT/status file
-  run.py         the driver: plan or resume, run the pending shards, finalise, triage, report
+  hunt.py          what a command sends through the engines: a ``Hunt`` is a plan of shards
+                   and the task that runs one (``JobOptions``: how it runs, never what it finds)
+  run.py           the shard loop of the one driver: plan or resume, run the pending shards,
+                   commit each as it comes back, merge (``verify.driver`` adds triage and reports)
+  corpus.py        the ``run`` hunt: corpora and agent traces through the reference and candidates
+  records_task.py  one corpus shard through every engine and the comparison -> ShardResult
+  session_task.py  one shard of agent traces, replayed turn by turn
+
+What a run is lives in ``verify.rundir`` (plan, store, status); the sources and shards in
+``verify.corpora``.
 """

@@ -1,5 +1,6 @@
-"""The one driver: plan (or resume) a hunt, run its pending shards on the shard runner,
-commit each as it comes back, merge, let the hunt write its reports.
+"""The shard loop of the one driver (``verify.driver``): plan (or resume) a hunt, run its
+pending shards on the shard runner, commit each as it comes back, merge, let the hunt write
+its reports.
 
     run_plan(hunt, JobOptions) -> RunResult
 
