@@ -90,6 +90,29 @@ def test_the_package_has_no_import_circle():
     assert not found, "import circles:\n" + "\n".join("  " + " <-> ".join(c) for c in found)
 
 
+def room_of(module: str) -> str:
+    """The room a module lives in: its top-level subpackage of ``verify`` (``verify.corpora``), or
+    the core module itself (``verify.triage``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def test_the_rooms_are_one_way():
+    """One level up: the subpackages and core modules (engines, corpora, executors, pipeline,
+    rundir, reports, ...) import each other one way only. A module in a lower room that imports
+    a higher one (the reports reaching into a hunt for its result type, a shard reaching into the
+    run folder for its heartbeat) is a circle between rooms, found here."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        mine = room_of(module)
+        rooms.setdefault(mine, set()).update(room_of(t) for t in targets
+                                             if room_of(t) not in (mine, "verify"))
+    for targets in list(rooms.values()):
+        for target in targets:
+            rooms.setdefault(target, set())
+    found = cycles(rooms)
+    assert not found, "rooms importing each other:\n" + "\n".join("  " + " <-> ".join(c) for c in found)
+
+
 def test_the_cycle_finder_finds_a_planted_circle():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from verify.cli import main
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.sample import Sample, Segment
 from verify.shadow.schema import FIELDS
 from verify.shadow_producer import ShadowSampler, shadow_record
@@ -283,7 +283,7 @@ def test_known_clusters_and_allowlist(cl100k, tmp_path):
 
 
 def test_sampler_keeps_sessions_whole_and_records_read_back(cl100k, tmp_path):
-    from verify.corpora.shadow import read_shadow_shard, shadow_source
+    from verify.shadow.source import read_shadow_shard, shadow_source
     from verify.keys import ids_digest
     from verify.shadow.schema import ShadowRecord, ShadowSession
 

@@ -59,6 +59,8 @@ from typing import Any, Callable, Sequence
 
 from verify.classify import SPECIAL_LOOKALIKE, char_class
 from verify.runs import describe, to_runs
+from verify.unicode_tables import tables as ud
+from verify.unicode_tables.whitespace import WHITESPACE_LIKE
 
 CONTRACTION_SUFFIXES = ("s", "t", "re", "ve", "m", "ll", "d")
 MIN_RUN_CHARS = 8  # a shorter run is no length threshold
@@ -289,9 +291,6 @@ def _length(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
 
 
 def _unicode_reason(cp: int) -> str | None:
-    from verify.adversarial.unicode.contexts import WHITESPACE_LIKE
-    from verify.unicode_tables import tables as ud
-
     if cp < 0x80:
         return None
     if any(a <= cp <= b for a, b in WHITESPACE_LIKE):

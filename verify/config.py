@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from verify.engine_spec import EngineSpec
 from verify.errors import ConfigError
 from verify.toml_config import read_toml
 
@@ -61,9 +62,7 @@ def _load_tables(folder: str, table: str) -> dict[str, tuple[dict[str, Any], Pat
 
 
 @lru_cache(maxsize=None)
-def named_engines() -> dict:
-    from verify.engines.registry_entry import EngineSpec
-
+def named_engines() -> dict[str, EngineSpec]:
     specs = {}
     for name, (body, path) in _load_tables("engines", "engine").items():
         if "adapter" not in body or "target" not in body:

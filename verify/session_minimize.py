@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.minimize import minimise
 from verify.sample import Sample, Segment
 

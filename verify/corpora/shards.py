@@ -41,7 +41,6 @@ import xxhash
 
 from verify.corpora import files, remote
 from verify.corpora.remote import PathLike
-from verify.rundir.status import heartbeat_records
 from verify.sample import BadRecord, Sample
 
 KINDS = ("generated", "file", "byte-range", "zstd-frames", "row-groups", "hf")
@@ -97,11 +96,16 @@ class Shard:
             doc["generator"] = tuple(doc["generator"])
         return cls(**doc)
 
+    @property
+    def byte_size(self) -> int | None:
+        """The bytes of the file the shard covers, when it is a byte range of one (for progress)."""
+        return self.stop - self.start if self.kind in ("byte-range", "zstd-frames") else None
+
     def records(self) -> Iterator[Sample | BadRecord]:
-        """Every record of the shard, in order, after ``--sample`` and ``limit``; a worker
-        of a run shows how far it has read (``verify.rundir.status``)."""
-        ranged = self.kind in ("byte-range", "zstd-frames")
-        records = heartbeat_records(read_shard(self), self.id, self.stop - self.start if ranged else None)
+        """Every record of the shard, in order, after ``--sample`` and ``limit``. A worker
+        of a run reads them through ``verify.rundir.status.shard_records``, which shows how
+        far it has read."""
+        records = read_shard(self)
         if self.sample_rate is not None:
             records = (r for r in records if keep_record(self.sample_seed, self.sample_rate, _position(r)))
         if self.limit is not None:
@@ -129,7 +133,7 @@ READERS = {
     "hf": "verify.corpora.hf_datasets:read_hf_shard",
     "traces": "verify.corpora.traces.sources:read_trace_shard",
     "agent": "verify.corpora.traces.sources:read_trace_shard",
-    "shadow": "verify.corpora.shadow:read_shadow_shard",
+    "shadow": "verify.shadow.source:read_shadow_shard",
 }
 
 

@@ -1,4 +1,5 @@
-"""One row of the adapter registry (where an adapter lives and what it needs) and a parsed engine spec."""
+"""One row of the adapter registry: where an adapter lives and what it needs. (A parsed engine
+spec, ``EngineSpec``, is a core value: ``verify.engine_spec``.)"""
 
 from __future__ import annotations
 
@@ -7,17 +8,10 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from verify.engine_spec import EngineSpec
 from verify.errors import EngineUnavailableError
 
-
-@dataclass(frozen=True)
-class EngineSpec:
-    """A parsed engine spec (``verify.engines.registry.parse_spec``)."""
-
-    adapter: str
-    target: str
-    options: dict[str, Any]
-    text: str  # how the user wrote it (or the named spec's name)
+__all__ = ["AdapterEntry", "EngineSpec", "describe_adapter"]
 
 
 @dataclass(frozen=True)

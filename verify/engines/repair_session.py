@@ -31,7 +31,7 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.engines.base import TOKEN_DTYPE, as_token_array
 from verify.engines.repair_certificate import RepairSettings, certify, matched_run
 from verify.engines.session_controls import segments_from_json, segments_to_json

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.engines.base import as_token_array
 from verify.engines.sessions import FullReencodeSession, SessionUpdate
 from verify.engines.wrapped import WrappedEngine

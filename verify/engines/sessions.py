@@ -94,7 +94,7 @@ class FullReencodeSession:
     def append(self, segments: Sequence[Segment]) -> SessionUpdate:
         from verify.sample import Sample
 
-        from verify.corpora.traces.model import coalesce
+        from verify.session_trace import coalesce
 
         self.segments = list(coalesce([*self.segments, *segments]))  # a turn continues the text before it
         (ids,) = self.engine.encode_batch([Sample("session", tuple(self.segments))])

@@ -18,6 +18,7 @@ from verify.keys import ids_digest, input_key
 from verify.outcome import Failure, Recorded, agree, is_ids
 from verify.pipeline.session_task import run_session_shard
 from verify.rundir.result import ShardResult
+from verify.rundir.status import shard_records
 from verify.sample import BadRecord, Sample
 
 def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
@@ -114,7 +115,7 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
     for side in sides:
         result.counts.engine(side.spec)
     fresh = FreshCheck(executors)  # every finding run again alone on a fresh engine before it is committed
-    for batch in batched(shard.records(), batch_size):
+    for batch in batched(shard_records(shard), batch_size):
         samples = []
         for record in batch:
             if isinstance(record, BadRecord):

@@ -22,13 +22,14 @@ from typing import Sequence
 import numpy as np
 
 from verify.comparison import sample_size
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.counts import Counts, worst
 from verify.engines.sessions import apply_update
 from verify.findings import Finding, describe_divergence, describe_failure
 from verify.keys import input_key
 from verify.outcome import REFERENCE_FAILED, SESSION_ENDED, SKIPPED, Failure, Skipped, agree, is_ids, state_of
 from verify.rundir.result import ShardResult
+from verify.rundir.status import shard_records
 from verify.sample import BadRecord, Sample
 
 SESSION_SOURCE_FIELD = "session"
@@ -40,7 +41,7 @@ def run_session_shard(index: int, shard, executors: Sequence, *, strict: bool = 
     result = ShardResult(index, shard.id, Counts(), worker=worker)
     for ex in executors:
         result.counts.engine(ex.spec)
-    for record in shard.records():
+    for record in shard_records(shard):
         if isinstance(record, BadRecord):
             result.add_bad_record(shard.source, record, strict)
             continue

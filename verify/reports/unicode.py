@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from verify.unicode_tables import tables as ud
-from verify.adversarial.unicode.sweep import SweepResult
+from verify.sweep_result import SweepResult
 from verify import atomic
 
 MD_ROWS = 50

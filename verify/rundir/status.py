@@ -106,6 +106,11 @@ def heartbeat_records(records: Iterator, shard_id: str, size: int | None = None)
     return _beating(records, ShardHeartbeat(Path(folder), shard_id, size))
 
 
+def shard_records(shard) -> Iterator:
+    """A shard's records (``Shard.records()``) as a worker reads them: with its heartbeats."""
+    return heartbeat_records(shard.records(), shard.id, shard.byte_size)
+
+
 def _beating(records: Iterator, heart: ShardHeartbeat) -> Iterator:
     n = nbytes = 0
     heart.beat(0, 0, force=True)  # the shard has started: it shows at once

@@ -10,6 +10,6 @@
 
 The job function is ``verify.jobs.shadow.shadow_job``; the command ``verify.commands.shadow``.
 
-The reader of shadow files is ``verify.corpora.shadow`` (shard kind ``shadow``); the
+The reader of shadow files is ``verify.shadow.source`` (shard kind ``shadow``); the
 producer side, for a serving stack, is ``verify.shadow_producer``.
 """

@@ -59,7 +59,7 @@ class ShadowHunt(Hunt):
 
     def source(self):
         """The shadow files as shards (a missing file fails here, before any engine starts)."""
-        from verify.corpora.shadow import shadow_source
+        from verify.shadow.source import shadow_source
         from verify.errors import UsageError
 
         if not self.files or not self.reference:

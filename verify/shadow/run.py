@@ -32,6 +32,7 @@ from verify.classify import signature
 from verify.findings import bad_input_record
 from verify.pipeline.session_task import session_fields
 from verify.rundir.result import ShardResult
+from verify.rundir.status import shard_records
 from verify.sample import BadRecord, Sample
 from verify.shadow.compare import Item, ReplayEngines, ShadowComparer, mapping_from_json
 from verify.shadow.redact import redact_record
@@ -102,7 +103,7 @@ def shadow_shard(index: int, shard, executors: list, context) -> ShardResult:
         comparer.counts.bad_records += 1
         keep(redact_record(record, None) if redact else record, "")
 
-    for batch in _batches(shard_items(shard.records(), on_bad), int(params["batch_size"])):
+    for batch in _batches(shard_items(shard_records(shard), on_bad), int(params["batch_size"])):
         for m in comparer.compare(batch, shard.source):
             record, stored = m.finding.to_record()
             if redact:  # the stored input, if any, is dropped: nothing unredacted leaves the worker

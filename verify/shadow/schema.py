@@ -100,7 +100,7 @@ class ShadowSession:
 
     def trace(self):
         """The session as the trace model sees it: each turn what it appended."""
-        from verify.corpora.traces.model import SessionTrace, Turn
+        from verify.session_trace import SessionTrace, Turn
 
         return SessionTrace(self.id, tuple(Turn(r.turn, r.segments) for r in self.records))
 

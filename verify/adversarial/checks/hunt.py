@@ -39,6 +39,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
+from verify.rundir.status import shard_records
 
 DEFAULT_CORPUS = "smoke"
 STRESS_KIND = "stress"
@@ -101,7 +102,7 @@ def check_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
         if phase in ("batches", "families"):  # where the big batches went: the library's batch call when it has one
             extra["stress"]["batches_engine"] = checker.spec
     else:
-        checker.run(shard.records(), context.setup.batch_size)  # the plan's, larger for a device engine
+        checker.run(shard_records(shard), context.setup.batch_size)  # the plan's, larger for a device engine
     if checker.warmed:
         context.cache[warmed_key] = True
     result.counts = checker.tally

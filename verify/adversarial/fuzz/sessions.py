@@ -34,7 +34,7 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from hypothesis import seed as hypothesis_seed
 
-from verify.corpora.traces.model import SessionTrace, Turn
+from verify.session_trace import SessionTrace, Turn
 from verify.engines.sessions import apply_update
 from verify.findings import Finding, describe_divergence
 from verify.outcome import Failure, agree, is_ids

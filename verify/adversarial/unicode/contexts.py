@@ -15,9 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MAX_CP = 0x10FFFF
+from verify.unicode_tables.whitespace import MAX_CP, WHITESPACE_LIKE, whitespace_like_mask
+
 SURROGATES = (0xD800, 0xDFFF)
 SEP = "\n\n"
+
+__all__ = ["CONTEXTS", "Context", "MAX_CP", "SEP", "SURROGATES", "WHITESPACE_LIKE", "code_points",
+           "whitespace_like_mask"]
 
 
 @dataclass(frozen=True)
@@ -46,24 +50,6 @@ CONTEXTS: tuple[Context, ...] = (
             "the space joins it (` ?[^\\s...]`) or stays behind (`\\s+(?!\\S)`); U+180E lives here"),
     Context("spaces-before", "  {c}", "two spaces before it: the last-space-joins-the-next-word rule of `\\s+(?!\\S)`"),
 )
-
-# Code points that some engine or other counts as whitespace: Unicode
-# White_Space, Python's str.isspace (adds U+001C..U+001F), characters that were
-# Zs in older Unicode versions (U+180E until 6.3, U+200B in 3.x), U+FEFF
-# (JavaScript \s), U+0085 (NEL; not \s in ASCII-minded engines).
-WHITESPACE_LIKE: tuple[tuple[int, int], ...] = (
-    (0x0009, 0x000D), (0x001C, 0x001F), (0x0020, 0x0020), (0x0085, 0x0085), (0x00A0, 0x00A0),
-    (0x1680, 0x1680), (0x180E, 0x180E), (0x2000, 0x200B), (0x2028, 0x2029), (0x202F, 0x202F),
-    (0x205F, 0x205F), (0x3000, 0x3000), (0xFEFF, 0xFEFF),
-)
-
-
-def whitespace_like_mask() -> np.ndarray:
-    mask = np.zeros(MAX_CP + 1, dtype=bool)
-    for a, b in WHITESPACE_LIKE:
-        mask[a:b + 1] = True
-    return mask
-
 
 def code_points(start: int = 0, stop: int = MAX_CP + 1) -> np.ndarray:
     """All code points in ``[start, stop)`` except the surrogates."""

@@ -37,47 +37,10 @@ from verify.adversarial.unicode.contexts import MAX_CP, code_points
 from verify.adversarial.unicode.probes import ProbeSet, probe_set
 from verify.executors.base import Executor
 from verify.outcome import Failure, agree, is_ids
+from verify.sweep_result import SweepResult
 from verify.sample import Sample
 
 PACK_PROBES = 192  # probes per packed sample
-
-
-@dataclass
-class SweepResult:
-    reference: str
-    candidate: str
-    mismatched: list[list[int]]
-    count: int
-    unicode_version: str | None
-    reference_unicode_version: str | None
-    version_basis: str
-    explained: float
-    whitespace: list[list[int]]
-    unexplained: list[list[int]]
-    errors: list[list[int]]
-    pack_only: list[list[int]]
-    by_context: dict[str, int]
-    contexts_of: dict[int, list[str]] = field(repr=False, default_factory=dict)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-    tied_versions: list[str] = field(default_factory=list)
-    code_points: int = 0
-    probes: int = 0
-    seconds: float = 0.0
-    scope: list[int] = field(default_factory=lambda: [0, MAX_CP])
-    packing: str = ""
-    probe_description: dict[str, Any] = field(repr=False, default_factory=dict)  # ProbeSet.describe()
-    normalization: dict[str, Any] | None = None  # the normalization data's attribution (attribution.explain)
-
-    @property
-    def ok(self) -> bool:
-        return self.count == 0 and not self.pack_only
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in (
-            "reference", "candidate", "count", "mismatched", "unicode_version", "reference_unicode_version",
-            "version_basis", "tied_versions", "whitespace", "unexplained", "errors", "pack_only", "by_context",
-            "scores", "code_points", "probes", "scope", "packing", "normalization")} | {
-            "explained": round(self.explained, 4), "seconds": round(self.seconds, 3)}
 
 
 def vocab_target(spec: str) -> str | None:

@@ -12,7 +12,7 @@ docs/traces.md for every format.
 
 from __future__ import annotations
 
-from verify.corpora.traces.model import SessionTrace, Turn
+from verify.session_trace import SessionTrace, Turn
 from verify.corpora.traces.sources import TRACE_FORMATS, TRACE_KINDS, open_traces
 
 __all__ = ["SessionTrace", "Turn", "TRACE_FORMATS", "TRACE_KINDS", "open_traces"]

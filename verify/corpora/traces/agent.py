@@ -28,7 +28,7 @@ import random
 from typing import Iterable, Iterator
 
 from verify.corpora.traces.agent_text import EMOJI, FILES, SPECIAL_LOOKALIKES, AgentText
-from verify.corpora.traces.model import SessionTrace, Turn, coalesce
+from verify.session_trace import SessionTrace, Turn, coalesce
 from verify.corpora.traces.templates import ChatTemplate, load_template
 from verify.sample import Segment
 

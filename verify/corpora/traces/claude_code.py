@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterator
 
 from verify.corpora.traces.importing import Invalid, json_lines, json_text, require_text, session_or_bad
-from verify.corpora.traces.model import SessionTrace
+from verify.session_trace import SessionTrace
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
 

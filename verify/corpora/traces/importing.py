@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Iterator, NamedTuple, Sequence
 
-from verify.corpora.traces.model import SessionTrace
+from verify.session_trace import SessionTrace
 from verify.corpora.traces.templates import ChatTemplate, Message
 from verify.sample import BadRecord
 

@@ -17,7 +17,7 @@ from typing import Iterator
 
 from verify.corpora.traces.chat_records import read_sessions
 from verify.corpora.traces.importing import Invalid, require_text
-from verify.corpora.traces.model import SessionTrace
+from verify.session_trace import SessionTrace
 from verify.corpora.traces.templates import Message
 from verify.sample import BadRecord
 

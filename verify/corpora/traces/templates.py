@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from verify.corpora.traces.model import SessionTrace, Turn, coalesce
+from verify.session_trace import SessionTrace, Turn, coalesce
 from verify.errors import ConfigError
 from verify.toml_config import parse_toml
 from verify.sample import Segment

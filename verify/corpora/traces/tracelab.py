@@ -32,7 +32,7 @@ from typing import Iterator
 
 from verify.corpora.traces.agent_text import AgentText
 from verify.corpora.traces.importing import Invalid, json_lines, session_or_bad
-from verify.corpora.traces.model import SessionTrace
+from verify.session_trace import SessionTrace
 from verify.corpora.traces.templates import Message, shard_template
 from verify.sample import BadRecord
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from verify.corpora.files import open_binary
-from verify.corpora.traces.model import SessionTrace, Turn
+from verify.session_trace import SessionTrace, Turn
 from verify.sample import BadRecord, Segment
 
 SCHEMA = "verify.trace/1"

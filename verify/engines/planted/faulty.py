@@ -22,7 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from verify.corpora.traces.model import coalesce
+from verify.session_trace import coalesce
 from verify.engines.base import Adapter, as_token_array
 from verify.engines.sessions import SessionUpdate
 from verify.keys import input_key

@@ -1,4 +1,5 @@
-"""The trace record model: a session and its turns."""
+"""The trace record model: a session and its turns (what an agent trace, a shadow record and
+a stateful engine's session share; the core of the sample model, beside ``verify.sample``)."""
 
 from __future__ import annotations
 
