@@ -22,11 +22,12 @@ import hashlib
 import math
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verify.adversarial.fuzz.hypothesis_internals import (key_examples_by, seed_keeping_database,
+                                                       without_local_constants)
 from verify.corpora.shards import Shard
 from verify.counts import Counts
 from verify.errors import UsageError
@@ -187,32 +188,6 @@ def apply_database_changes(path: Path, changes: dict[str, list[list[str]]]) -> N
         database.save(bytes.fromhex(key), bytes.fromhex(value))
 
 
-@contextmanager
-def without_local_constants():
-    """Hypothesis mixes constants found in the process's imported *local* modules (those outside
-    site-packages and the standard library) into what it draws and shrinks to; which modules a
-    worker has imported depends on the worker, so a search would too. Inside this block that pool
-    is empty (hypothesis' own constants stay), so a shard draws the same examples in any process."""
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover - a hypothesis without the module
-        yield
-        return
-    original = getattr(providers, "_get_local_constants", None)
-    cache = getattr(providers, "CONSTANTS_CACHE", None)
-    if original is None or cache is None or not hasattr(providers, "Constants"):
-        yield
-        return
-    empty = providers.Constants()
-    providers._get_local_constants = lambda: empty
-    cache.cache.clear()
-    try:
-        yield
-    finally:
-        providers._get_local_constants = original
-        cache.cache.clear()
-
-
 # --- one search shard -----------------------------------------------------------------
 
 def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book, causes, write,
@@ -282,15 +257,13 @@ def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book
         # the round (not the plan's seed), so they replay for the same pool in the next run.
         key = "\n".join([reference.spec, *rnd.candidates, str(special), str(long_max), family, str(k),
                          str(len(rounds))])
-        check._hypothesis_internal_add_digest = hashlib.sha256(key.encode()).digest()
+        key_examples_by(check, hashlib.sha256(key.encode()).digest())
         test = settings(
             max_examples=examples_left, deadline=None, database=database, derandomize=False,
             suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False,
             verbosity=Verbosity.quiet, phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
         )(given(documents)(check))
-        # The shard's seed, set as ``hypothesis.seed`` sets it but keeping the example database
-        # (``seed()`` and ``derandomize`` turn it off; here the database is part of what a shard reads)
-        test._hypothesis_internal_use_seed = seed + len(rounds)
+        seed_keeping_database(test, seed + len(rounds))
         try:
             with without_local_constants():
                 test()

@@ -27,13 +27,13 @@ is in the finding's ``session.update``. Truncate-and-append edits need a session
 from __future__ import annotations
 
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 from hypothesis import seed as hypothesis_seed
 
+from verify.adversarial.fuzz.hypothesis_internals import without_local_constants
 from verify.session_trace import SessionTrace, Turn
 from verify.engines.sessions import apply_update
 from verify.findings import Finding, describe_divergence
@@ -81,29 +81,6 @@ class SessionFuzzResult:
 
 class _Found(Exception):
     pass
-
-
-@contextmanager
-def seed_alone():
-    """Hypothesis (6.1xx) mixes constants from the source of every module loaded in the process
-    into its draws, so one seed searches differently in the CLI, a shard worker and a Ray actor
-    (they import different modules). On the pipeline a shard's findings must follow from its
-    descriptor alone: while the search runs, no local constants (the global ones stay)."""
-    try:
-        from hypothesis.internal.conjecture import providers
-
-        saved, cache = providers._get_local_constants, providers.CONSTANTS_CACHE
-        empty = type(providers._local_constants)()
-    except (ImportError, AttributeError):  # a Hypothesis without local constants: nothing to hold still
-        yield
-        return
-    providers._get_local_constants = lambda: empty
-    cache.cache.clear()  # constants cached for draws before this search
-    try:
-        yield
-    finally:
-        providers._get_local_constants = saved
-        cache.cache.clear()
 
 
 def first_divergent_turn(reference, executor, appends: list[str], key: str = "fuzz"):
@@ -156,7 +133,7 @@ def fuzz_sessions(reference, executor, writer, *, max_examples: int = 200, seed:
 
     prop = hypothesis_seed(seed)(prop)  # a reproducible search
     try:
-        with seed_alone():
+        with without_local_constants():
             prop()
     except _Found:
         pass
