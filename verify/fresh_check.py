@@ -25,9 +25,19 @@ the caller gives the right ids (``expected``: the engine's own on a fresh instan
 
 A finding that is not checked says why (``"not-checked: ..."``): the reference's own, a
 timeout (a replay would cost the timeout again), a session finding (sessions are history by
-design), an engine with no fresh instance (a device engine), or past ``MAX_PER_SHARD``
-distinct inputs per engine and shard (the first ones are checked; never counted as verified
-either way: the finding is committed, only its state is unknown).
+design), an engine with no fresh instance (a device engine), past ``MAX_PER_SHARD`` distinct
+inputs per engine and shard (the first ones are checked), or a finding whose state is as good
+as known:
+
+  its signature    a finding of the same first difference (``verify.classify.signature_key``)
+                   already reproduced alone for that engine in this shard;
+  its engine       ``NO_HISTORY_AFTER`` findings of that engine reproduced alone in this shard
+                   and none passed: the engine shows no history here.
+
+A fresh replay costs a new process and the engine's first-call work (tens to hundreds of
+milliseconds), so a corpus where every document diverges must not pay one per document; an
+engine or a signature whose findings *pass* alone (history) keeps every finding checked.
+Never counted as verified either way: the finding is committed, only its state is unknown.
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from verify.classify import signature, signature_key
 from verify.findings import Finding
 from verify.executors.fresh import NOT_RUN, FreshUnavailable
 from verify.history import History, fails_like, shortest_suffix, victim_result
@@ -43,6 +54,8 @@ from verify.outcome import Failure, is_ids
 BATCH_CALL_FAILED = "BatchCallFailed"
 
 MAX_PER_SHARD = 256  # distinct inputs checked per engine and shard
+REPRODUCED_ENOUGH = 1  # findings of one signature that reproduce alone before the rest are not replayed
+NO_HISTORY_AFTER = 4  # findings of an engine that reproduce alone, none passing, before the rest are not replayed
 CHECKED_KINDS = ("ids", "error", "crash")
 REPRODUCES, PASSES = "reproduces", "passes"
 
@@ -73,6 +86,9 @@ class FreshCheck:
         self.counts = FreshCounts()
         self._seen: dict[tuple[str, tuple], Finding] = {}  # (engine, segments) -> the finding checked, in the shard
         self._checked: dict[str, int] = {}
+        # (engine, signature key) -> findings that reproduced alone; (engine, "") counts all of the engine's
+        self._reproduced: dict[tuple[str, str], int] = {}
+        self._passed: set[str] = set()  # engines with a finding that passed alone (history) in this shard
 
     def as_dict(self) -> dict[str, Any]:
         return self.counts.as_dict()
@@ -102,6 +118,7 @@ class FreshCheck:
         todo: list[tuple[Finding, Any]] = []
         given = {id(f): e for f, e in zip(findings, expected)} if expected is not None else {}
         via = executor
+        pending: dict[tuple[str, str], int] = {}  # (engine, signature key) -> checks queued in this call
         for finding in findings:
             executor = via or self.by_spec.get(finding.engine)
             why = self._why_not(finding, executor, id(finding) in given)
@@ -114,6 +131,14 @@ class FreshCheck:
                 checked = self._seen[ident].fields
                 finding.fields.update({k: checked[k] for k in ("fresh", "history") if k in checked})
                 continue
+            cause = (finding.engine, _signature_of(finding))
+            why = self._known(cause, pending)
+            if why is not None:
+                finding.fields["fresh"] = f"not-checked: {why}"
+                self.counts.skip(why.split(" (")[0])
+                continue
+            pending[cause] = pending.get(cause, 0) + 1
+            pending[(finding.engine, "")] = pending.get((finding.engine, ""), 0) + 1
             self._checked[finding.engine] = self._checked.get(finding.engine, 0) + 1
             todo.append((finding, executor))
         by_engine: dict[int, list[tuple[Finding, Any]]] = {}
@@ -122,6 +147,19 @@ class FreshCheck:
         for engine, items in by_engine.items():
             self._confirm_engine(items, given)
         return list(findings)
+
+    def _known(self, cause: tuple[str, str], pending: dict[tuple[str, str], int]) -> str | None:
+        """Why a finding need not be replayed, its state as good as known (see the module
+        docstring), or None. ``pending``: the checks queued in this call, counted as if they
+        reproduced (the first of each kind is checked, in order)."""
+        engine, sig = cause
+        if engine in self._passed:
+            return None
+        if self._reproduced.get(cause, 0) + pending.get(cause, 0) >= REPRODUCED_ENOUGH:
+            return f"a finding of the same first difference reproduced alone in this shard ({sig})"
+        if self._reproduced.get((engine, ""), 0) + pending.get((engine, ""), 0) >= NO_HISTORY_AFTER:
+            return f"{NO_HISTORY_AFTER} findings of this engine reproduced alone in this shard, none passed"
+        return None
 
     def _expected(self, findings: list[Finding], given: dict[int, Any]) -> list[Any]:
         """The right ids for each ``ids`` finding's sample: the caller's, else the reference's
@@ -161,8 +199,11 @@ class FreshCheck:
             self._seen[(finding.engine, finding.sample.segments)] = finding
             if verdict == REPRODUCES:
                 self.counts.reproduces += 1
+                for cause in ((finding.engine, _signature_of(finding)), (finding.engine, "")):
+                    self._reproduced[cause] = self._reproduced.get(cause, 0) + 1
             elif verdict == PASSES:
                 self.counts.passes += 1
+                self._passed.add(finding.engine)
                 logged = executor.call_log.through(finding.sample, min_size=2 if whole_call else 1)
                 if logged is None:
                     finding.fields["history"] = {"missing": "no kept call held this input"}
@@ -186,6 +227,11 @@ class FreshCheck:
             doc.update(reproduced=short is not None, cause=kept.cause_kind(), calls_logged=len(history.calls),
                        older_calls_dropped=executor.call_log.older_dropped())
             finding.fields["history"] = doc
+
+
+def _signature_of(finding: Finding) -> str:
+    """The finding's first-difference signature (``verify.classify``), as triage would group it."""
+    return signature_key(signature({"kind": finding.kind, **finding.fields}, finding.sample.text))
 
 
 def _type_for(kind: str, error_type: str | None) -> str | None:

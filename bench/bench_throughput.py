@@ -1,0 +1,255 @@
+"""Terabyte nights at the limit: what `verify run` costs per MB of text against what the
+engines themselves cost, side by side in one run, as CPU seconds per MB of text (a loaded
+machine stretches wall time, much less CPU time).
+
+The corpus is a Nemotron-CC-shaped mirror (hive partition folders, ``data-jsonl.paths.gz``,
+``.jsonl.zstd`` files of one zstd frame each) of real text read at run time from this
+machine's own files (the Python installation's sources and documentation, /usr/share/doc),
+cut into documents of 1-8 KB; nothing third-party is committed. Reference
+``tiktoken:cl100k_base``, candidate ``gigatoken:cl100k_base``.
+
+Rows (each in a fresh process; engine start-up is excluded everywhere: an in-process row
+times only its loop, a `verify run` row subtracts the CPU of the same command on a corpus of
+one record):
+
+  read                 the tool's own reader, every record of every shard
+  read+cand-own        reading + gigatoken's own fastest batch call (flat uint32 array)
+  read+ref-own         reading + tiktoken's own encode (``encode_ordinary``, one thread)
+  read+both-own        reading + both engines' own calls: the limit of a first pass
+  read+cand-adapter    reading + gigatoken through the tool's adapter (``encode_batch``)
+  run                  `verify run` without a ledger (the reference encodes everything)
+  run-diverge          the same with a candidate that differs on every document
+                       (``gigatoken:o200k_base``), findings, fresh re-checks and triage
+  ledger-fill          `verify run --ledger L` on an empty ledger (a first pass)
+  ledger-rerun         `verify run --ledger L` again on the unchanged corpus (in-process)
+  ledger-rerun-iso     the same with isolated engines (the default)
+
+and the memory of one shard: peak resident memory of the driver and of the worker running
+a single-frame 64 MB file against a 16 MB one (`verify run --workers 2 --in-process`).
+
+The four goals of issue 28, printed at the end:
+  ledger re-run / (read + candidate's own)              <= 1.3
+  first pass (run) / (read + both engines' own)         <= 1.3
+  peak memory 64 MB shard / 16 MB shard (driver, worker) <= 1.2
+  run-diverge / run (CPU per MB)                        <= 2
+
+    python bench/bench_throughput.py [--mb 32] [--file-mb 8] [--skip-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import orjson
+import zstandard
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_memory import measure as measure_memory  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+REFERENCE, CANDIDATE, DIVERGING = "tiktoken:cl100k_base", "gigatoken:cl100k_base", "gigatoken:o200k_base"
+PARTITIONS = ("quality=high/kind=actual", "quality=medium/kind=actual", "quality=low/kind=synthetic")
+TEXT_SUFFIXES = (".py", ".txt", ".rst", ".md", ".html", ".c", ".h")
+BATCH = 64  # the run's default --batch-size
+
+
+# --- the corpus -------------------------------------------------------------------------------
+
+def machine_text(limit_bytes: int):
+    """Documents of 1-8 KB of real text from this machine's own files, up to ``limit_bytes``,
+    repeated from the start when the machine has less (a larger corpus then repeats text,
+    which the ledger-free rows do not care about and the ledger rows key by content)."""
+    roots = [Path(sys.base_prefix) / "lib", Path("/usr/share/doc"), Path("/usr/share/common-licenses")]
+    files = sorted(p for root in roots if root.is_dir() for p in root.rglob("*")
+                   if p.suffix in TEXT_SUFFIXES and p.is_file() and not p.is_symlink())
+    rng = random.Random(0)
+    made, rounds = 0, 0
+    while made < limit_bytes:
+        before = made
+        for path in files:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            while text and made < limit_bytes:
+                size = rng.randint(1000, 8000)
+                doc, text = text[:size], text[size:]
+                doc = doc if rounds == 0 else f"[{rounds}] {doc}"  # repeated text is another input
+                made += len(doc.encode())
+                yield doc
+            if made >= limit_bytes:
+                return
+        rounds += 1
+        if made == before:
+            raise SystemExit("no readable text files on this machine")
+
+
+def write_file(path: Path, docs, prefix: str) -> tuple[int, int]:
+    """One ``.jsonl.zstd`` file of one zstd frame; returns (records, text bytes)."""
+    lines, text_bytes = [], 0
+    for n, doc in enumerate(docs):
+        lines.append(orjson.dumps({"warc_record_id": f"<urn:uuid:{prefix}-{n}>", "text": doc}))
+        text_bytes += len(doc.encode())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(zstandard.ZstdCompressor(level=3).compress(b"\n".join(lines) + b"\n"))
+    return len(lines), text_bytes
+
+
+def build_mirror(root: Path, total_mb: float, file_mb: float) -> float:
+    """A Nemotron-CC-shaped mirror of about ``total_mb`` MB of text; returns its text MB."""
+    docs = machine_text(int(total_mb * 1e6))
+    rels, total, n = [], 0, 0
+    while True:
+        chunk, size = [], 0
+        for doc in docs:
+            chunk.append(doc)
+            size += len(doc.encode())
+            if size >= file_mb * 1e6:
+                break
+        if not chunk:
+            break
+        rel = f"data-jsonl/{PARTITIONS[n % len(PARTITIONS)]}/kind2=actual/CC-MAIN-2024-10-part-{n:05d}.jsonl.zstd"
+        total += write_file(root / rel, chunk, str(n))[1]
+        rels.append(f"contrib/Nemotron/Nemotron-CC/{rel}")
+        n += 1
+    (root / "data-jsonl.paths.gz").write_bytes(gzip.compress(("\n".join(rels) + "\n").encode()))
+    return total / 1e6
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+ROW_SCRIPT = r"""
+import sys, time, json
+from verify.batches import batched
+from verify.corpora import open_corpus
+from verify.engines import build_engine
+from verify.sample import Sample
+
+row, root = sys.argv[1], sys.argv[2]
+shards = open_corpus("nemotron-cc", root=root).shards()
+cand = ref = None
+if row in ("read+cand-own", "read+both-own", "read+cand-adapter"):
+    cand = build_engine("%(candidate)s")
+if row in ("read+ref-own", "read+both-own"):
+    ref = build_engine("%(reference)s")
+started = time.process_time()
+for shard in shards:
+    for batch in batched(shard.records(), %(batch)d):
+        samples = [r for r in batch if isinstance(r, Sample)]
+        texts = [s.text for s in samples]
+        if row in ("read+cand-own", "read+both-own"):
+            cand.tokenizer.encode_batch(texts, parallel=False)  # gigatoken's flat-array batch call
+        if ref is not None:
+            for t in texts:
+                ref.encoding.encode_ordinary(t)
+        if row == "read+cand-adapter":
+            cand.encode_batch(samples)
+print(json.dumps({"cpu": time.process_time() - started}))
+"""
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def in_process_row(row: str, root: Path) -> float:
+    script = ROW_SCRIPT % {"candidate": CANDIDATE, "reference": REFERENCE, "batch": BATCH}
+    out = subprocess.run([sys.executable, "-c", script, row, str(root)], cwd=REPO, capture_output=True,
+                         text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["cpu"]
+
+
+def run_cpu(root: Path, out: Path, candidate: str, *extra: str) -> float:
+    """CPU seconds of a whole `verify run` (driver, workers and engine processes)."""
+    cmd = [sys.executable, "-m", "verify.cli", "run", "--reference", REFERENCE, "--candidate", candidate,
+           "--corpus", "nemotron-cc", "--corpus-root", str(root), "--out", str(out), "--workers", "1",
+           "--no-progress", "--minimize-budget", "0", *extra]
+    before = children_cpu()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"verify run failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+    return children_cpu() - before
+
+
+def run_row(root: Path, tiny: Path, tmp: Path, name: str, candidate: str, *extra: str,
+            ledger: tuple[str, str] | None = None) -> float:
+    """CPU of the run on the corpus minus the CPU of the same command on one record (start-up)."""
+    big_extra, tiny_extra = list(extra), list(extra)
+    if ledger is not None:
+        big_extra += ["--ledger", ledger[0]]
+        tiny_extra += ["--ledger", ledger[1]]
+    full = run_cpu(root, tmp / f"{name}-out", candidate, *big_extra)
+    start = run_cpu(tiny, tmp / f"{name}-tiny", candidate, *tiny_extra)
+    return max(full - start, 0.0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=float, default=32, help="MB of text in the corpus (the issue measured 128)")
+    parser.add_argument("--file-mb", type=float, default=8, help="MB of text per .jsonl.zstd file (= shard)")
+    parser.add_argument("--skip-memory", action="store_true", help="leave out the 16 MB / 64 MB memory rows")
+    args = parser.parse_args()
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        root, tiny = tmp / "mirror", tmp / "tiny"
+        mb = build_mirror(root, args.mb, args.file_mb)
+        build_mirror(tiny, 0.0005, 1)
+        cpu: dict[str, float] = {}
+        for row in ("read", "read+cand-own", "read+ref-own", "read+both-own", "read+cand-adapter"):
+            cpu[row] = in_process_row(row, root)
+        cpu["run"] = run_row(root, tiny, tmp, "run", CANDIDATE, "--in-process")
+        cpu["run-diverge"] = run_row(root, tiny, tmp, "diverge", DIVERGING, "--in-process")
+        ledger = (str(tmp / "ledger"), str(tmp / "ledger-tiny"))
+        cpu["ledger-fill"] = run_row(root, tiny, tmp, "fill", CANDIDATE, "--in-process", ledger=ledger)
+        cpu["ledger-rerun"] = run_row(root, tiny, tmp, "rerun", CANDIDATE, "--in-process", ledger=ledger)
+        cpu["ledger-rerun-iso"] = run_row(root, tiny, tmp, "rerun-iso", CANDIDATE, ledger=ledger)
+        memory = None
+        if not args.skip_memory:
+            memory = {}
+            for size in (16, 64):
+                single = tmp / f"single-{size}"
+                build_mirror(single, size, size + 1)  # one file, one frame: one shard
+                memory[size] = measure_memory(single, 2, REFERENCE, CANDIDATE, 0.05)
+    load_after = os.getloadavg()
+    print(f"corpus: {mb:.1f} MB of text in {args.file_mb:g} MB single-frame .jsonl.zstd files; "
+          f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)\n")
+    print("| path | CPU s per MB | MB/s per core |\n|---|---|---|")
+    for row, seconds in cpu.items():
+        per_mb = seconds / mb
+        print(f"| {row} | {per_mb:.4f} | {1 / per_mb if per_mb else float('inf'):.1f} |")
+    per = {row: seconds / mb for row, seconds in cpu.items()}
+    goals = [
+        ("ledger re-run (in-process) / (read + candidate's own)", per["ledger-rerun"] / per["read+cand-own"], 1.3),
+        ("ledger re-run (isolated) / (read + candidate's own)", per["ledger-rerun-iso"] / per["read+cand-own"], 1.3),
+        ("first pass / (read + both engines' own)", per["run"] / per["read+both-own"], 1.3),
+        ("every document diverges / all agree", per["run-diverge"] / per["run"], 2.0),
+    ]
+    if memory is not None:
+        small, large = memory[16], memory[64]
+        goals.append(("driver peak memory, 64 MB / 16 MB shard", large["parent_peak_mb"] / small["parent_peak_mb"], 1.2))
+        if small["worker_peak_mb"] and large["worker_peak_mb"]:
+            goals.append(("worker peak memory, 64 MB / 16 MB shard",
+                          large["worker_peak_mb"] / small["worker_peak_mb"], 1.2))
+        print("\n| shard | driver peak MiB | worker peak MiB |\n|---|---|---|")
+        for size, row in memory.items():
+            worker = f"{row['worker_peak_mb']:.0f}" if row["worker_peak_mb"] else "-"
+            print(f"| {size} MB, one frame | {row['parent_peak_mb']:.0f} | {worker} |")
+    print("\n| ratio | measured | goal |\n|---|---|---|")
+    for name, value, goal in goals:
+        print(f"| {name} | {value:.2f} | <= {goal} {'(met)' if value <= goal else '(NOT met)'} |")
+
+
+if __name__ == "__main__":
+    main()
