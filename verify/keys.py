@@ -26,12 +26,18 @@ import xxhash
 KEYS_VERSION = 1
 
 _FLAG = (b"\x00", b"\x01")
+_LE_U32 = np.dtype("<u4")
 
 
 def input_key(segments: Iterable[Any]) -> str:
     """Key of an input: per segment one flag byte (1 = allow_special), the UTF-8 length as
     8 little-endian bytes, then the UTF-8 bytes. Accepts ``Segment`` objects or
     ``(text, allow_special)`` pairs."""
+    return input_digest(segments).hex()
+
+
+def input_digest(segments: Iterable[Any]) -> bytes:
+    """``input_key`` as its 16 bytes (what the ledger stores), without going through hex."""
     h = xxhash.xxh3_128()
     for seg in segments:
         text, allow = (seg.text, seg.allow_special) if hasattr(seg, "text") else (seg[0], seg[1])
@@ -39,7 +45,7 @@ def input_key(segments: Iterable[Any]) -> str:
         h.update(_FLAG[bool(allow)])
         h.update(len(data).to_bytes(8, "little"))
         h.update(data)
-    return h.hexdigest()
+    return h.digest()
 
 
 def ids_bytes(ids: np.ndarray) -> bytes:
@@ -51,8 +57,12 @@ def ids_bytes(ids: np.ndarray) -> bytes:
 
 
 def ids_digest(ids: np.ndarray) -> str:
-    """xxh3-128 over ``ids_bytes(ids)``; equal digests mean equal id arrays (lengths included)."""
-    return xxhash.xxh3_128_hexdigest(ids_bytes(ids))
+    """xxh3-128 over ``ids_bytes(ids)``; equal digests mean equal id arrays (lengths included).
+    A contiguous little-endian uint32 array is hashed in place (no copy of its bytes)."""
+    arr = np.asarray(ids)
+    if arr.dtype != _LE_U32 or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=_LE_U32)
+    return xxhash.xxh3_128_hexdigest(arr.data)
 
 
 def ids_sha256(ids: Iterable[int] | np.ndarray) -> str:

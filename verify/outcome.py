@@ -23,6 +23,8 @@ from typing import Union
 
 import numpy as np
 
+from verify.keys import ids_digest
+
 FAILURE_KINDS = ("error", "crash", "timeout")
 
 
@@ -59,8 +61,6 @@ class Recorded:
     length: int
 
     def matches(self, ids: np.ndarray) -> bool:
-        from verify.keys import ids_digest
-
         return ids.size == self.length and ids_digest(ids) == self.digest
 
 

@@ -34,13 +34,16 @@ def _repeats(text: str, at: int, width: int) -> int:
     return count
 
 
-def to_runs(text: str, max_unit: int = MAX_UNIT) -> Runs:
+def to_runs(text: str, max_unit: int = MAX_UNIT, give_up_after: int | None = None) -> Runs | None:
     """Greedy run-length form: at each position the unit (1..max_unit characters) that covers
     the most characters by repetition, the shortest of equals; single characters that do
-    not repeat are merged into one literal run (count 1)."""
+    not repeat are merged into one literal run (count 1). ``give_up_after``: None as soon as
+    more than that many runs are written (the caller wants a short form or none)."""
     out: Runs = []
     i, n = 0, len(text)
     while i < n:
+        if give_up_after is not None and len(out) > give_up_after:
+            return None
         best_width, best_count = 1, _repeats(text, i, 1)
         for width in range(2, min(max_unit, n - i) + 1):
             count = _repeats(text, i, width)
@@ -64,13 +67,18 @@ def from_runs(runs: Iterable[Sequence]) -> str:
 
 def compact(text: str) -> Runs | None:
     """The runs of ``text`` when they are worth reading instead of it, else None. Text that does
-    not even compress (zlib, at C speed) is not repetitive: no run-length pass over it."""
+    not compress twice as well as the runs must (zlib, at C speed) is not repetition -- prose
+    and code compress 3-5x, runs of a few units 50x and more --: no run-length pass over it,
+    which costs a Python loop per character. The runs are a form to read; a text without them
+    is kept as it is, so this gate decides presentation only."""
     if len(text) < MIN_CHARS:
         return None
     data = text.encode("utf-8", "surrogatepass")
-    if len(zlib.compress(data, 1)) * MIN_RATIO > len(data):
+    if len(zlib.compress(data, 1)) * MIN_RATIO * 2 > len(data):
         return None
-    runs = to_runs(text)
+    runs = to_runs(text, give_up_after=len(text) // (8 * MIN_RATIO))  # each run costs 8 or more
+    if runs is None:
+        return None
     written = sum(len(unit) for unit, _ in runs) + 8 * len(runs)
     return runs if written * MIN_RATIO <= len(text) else None
 

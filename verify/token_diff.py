@@ -16,9 +16,12 @@ def first_difference(expected: np.ndarray, actual: np.ndarray) -> int | None:
     return int(differing[0]) if differing.size else n
 
 
-def token_byte_offsets(pieces: list[bytes]) -> np.ndarray:
-    """Start byte of each token, plus one trailing entry for the total length."""
-    lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
+def token_byte_offsets(pieces: "list[bytes]") -> np.ndarray:
+    """Start byte of each token, plus one trailing entry for the total length. Pieces that know
+    their lengths as an array (``verify.comparison.TokenPieces``) are not walked one by one."""
+    lengths = getattr(pieces, "lengths", None)
+    if lengths is None:
+        lengths = np.fromiter((len(p) for p in pieces), dtype=np.int64, count=len(pieces))
     return np.concatenate(([0], np.cumsum(lengths)))
 
 

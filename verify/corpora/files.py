@@ -26,6 +26,8 @@ import json
 import os
 from typing import IO, Iterator
 
+import orjson
+
 from verify.corpora import remote
 from verify.corpora.remote import PathLike
 from verify.errors import CorpusError, one_line
@@ -251,13 +253,42 @@ def read_jsonl(path: PathLike, text_field: str, id_field: str,
     """One sample per record. A record with ``segments: [[text, allow_special], ...]``
     becomes a segmented sample; otherwise ``text_field`` is its text. Blank lines are
     not records."""
-    for position, line, bad in _decoded_lines(path, byte_range, frames):
-        if bad is not None:
-            yield bad
+    for position, raw, failure in _raw_lines(path, byte_range, frames):
+        if failure is not None:
+            yield BadRecord(position, one_line(failure), None)
+            return
+        if isinstance(raw, Overlong):
+            yield BadRecord(position, raw.reason, None)
             continue
-        if not line.strip():
-            continue
-        yield jsonl_record(position, line, text_field, id_field)
+        record = _plain_record(position, raw, text_field, id_field)
+        if record is None:  # anything but a plain text record, and every bad line: the exact path
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                yield BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+                continue
+            if not line.strip():
+                continue
+            record = jsonl_record(position, line, text_field, id_field)
+        yield record
+
+
+def _plain_record(position: str, raw: bytes, text_field: str, id_field: str) -> Sample | None:
+    """The common record (an object whose ``text_field`` is text, its id a string or an integer)
+    parsed by orjson straight from the line's bytes, else None. orjson refuses invalid UTF-8 and
+    lone surrogates itself, so what it gives needs no further check; whatever it refuses or parses
+    differently from the standard library (big integers, NaN, deep nesting) goes the exact way
+    (``jsonl_record``), which says why a line is bad."""
+    try:
+        record = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(record, dict):
+        return None
+    text, rid = record.get(text_field), record.get(id_field)
+    if not isinstance(text, str) or not (rid is None or isinstance(rid, (str, int))) or isinstance(rid, bool):
+        return None
+    return Sample.plain(position if rid is None else str(rid), text)
 
 
 def jsonl_record(position: str, line: str, text_field: str, id_field: str) -> Record:

@@ -157,6 +157,20 @@ def as_token_array(ids: Any) -> np.ndarray:
     return arr.astype(TOKEN_DTYPE, copy=False)
 
 
+def split_flat(ids: Any, offsets: Any, count: int) -> list[np.ndarray]:
+    """A library's flat batch result -- one buffer of every text's ids and ``count + 1``
+    offsets into it -- as one uint32 *view* per text: no per-text list, no copy. Raises
+    ValueError for offsets that do not cut the buffer into exactly ``count`` pieces."""
+    flat = as_token_array(ids)
+    cuts = np.asarray(offsets)
+    if cuts.ndim != 1 or cuts.size != count + 1 or (cuts.size and cuts.dtype.kind not in "iu"):
+        raise ValueError(f"engine returned {cuts.size} offsets for {count} texts (a flat batch needs {count + 1})")
+    if cuts[0] != 0 or cuts[-1] != flat.size or bool(np.any(cuts[1:] < cuts[:-1])):
+        raise ValueError(f"engine's flat batch offsets do not cut its {flat.size} ids in order "
+                         f"(first {int(cuts[0])}, last {int(cuts[-1])})")
+    return np.split(flat, cuts[1:-1])
+
+
 class Adapter:
     """Base class for adapters. Subclasses set the class data and implement the methods of
     the entry points they declare (or ``encode_texts``); the base routes, composes segments,
@@ -168,6 +182,9 @@ class Adapter:
     environment: dict[str, Any] | None = None  # the private environment it runs in (``?pip=``, ``?python=``)
     capabilities: ClassVar[Capabilities] = Capabilities()
     entry_replaces: ClassVar[tuple[str, ...]] = ()  # older options that ?entry= supersedes (dropped by with_entry)
+    # ``batch`` goes through ``encode_many_flat`` (the library's flat-array batch call) instead of
+    # ``encode_many``: the ids of a batch arrive as one buffer and each text's are a view of it
+    flat_batch: ClassVar[bool] = False
 
     def __init__(self, target: str, options: dict[str, Any] | None = None, spec: str | None = None):
         self.target = target
@@ -186,6 +203,12 @@ class Adapter:
 
     def encode_many(self, texts: list[str], allow_special: bool) -> list[Any]:
         """``batch``: the library's own batch call, once for all of ``texts`` (never empty)."""
+        raise NotImplementedError
+
+    def encode_many_flat(self, texts: list[str], allow_special: bool) -> tuple[Any, Any]:
+        """``batch``, flat (when ``flat_batch``): the same library batch call as ``encode_many``
+        returning ``(ids, offsets)``, every text's ids in one buffer and ``len(texts) + 1``
+        offsets into it (``split_flat``)."""
         raise NotImplementedError
 
     def encode_segments(self, segments: Sequence[Segment]) -> np.ndarray:
@@ -284,6 +307,9 @@ class Adapter:
             return []
         if route == "single":
             out = [self.encode_one(t, allow_special) for t in texts]
+        elif route == "batch" and self.flat_batch:
+            ids, offsets = self.encode_many_flat(texts, allow_special)
+            out = split_flat(ids, offsets, len(texts))
         elif route == "batch":
             out = list(self.encode_many(texts, allow_special))
         elif route == "segments":

@@ -10,7 +10,8 @@ gigatoken always recognizes special tokens while encoding (its own tiktoken
 compatibility layer refuses ``encode_ordinary`` on text holding one), so
 ``capabilities.special_tokens`` is False and ``allow_special`` is not honoured.
 
-Entry points: ``batch`` (the default: ``encode_batch_list``, on the calling thread),
+Entry points: ``batch`` (the default: ``encode_batch``, its flat-array call -- one uint32
+buffer and offsets, as awkward's list-offset layout -- on the calling thread),
 ``single`` (``Tokenizer.encode``) and ``file`` (``Tokenizer.encode_files``, one
 document per file).
 """
@@ -38,6 +39,7 @@ class GigatokenEngine(VocabAdapter):
     capabilities = Capabilities(special_tokens=False, segments=False, decode=True,
                                 entry_points=("batch", "single", "file"))
     loads = Loads(kinds=(*TOKENIZER_JSON_KINDS, "sentencepiece"), hub=True, options=("encoding", "pretokenizer"))
+    flat_batch = True
 
     def load(self, vocab):
         import gigatoken
@@ -61,6 +63,10 @@ class GigatokenEngine(VocabAdapter):
     # allow_special is not honoured (capabilities.special_tokens=False).
     def encode_many(self, texts, allow_special):
         return self.tokenizer.encode_batch_list(list(texts), parallel=False)
+
+    def encode_many_flat(self, texts, allow_special):
+        layout = self.tokenizer.encode_batch(list(texts), parallel=False).layout  # a ListOffsetArray
+        return layout.content.data, layout.offsets.data
 
     def encode_one(self, text, allow_special):
         return self.tokenizer.encode(text)

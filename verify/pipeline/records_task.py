@@ -11,11 +11,11 @@ from typing import Sequence
 
 from verify.batches import batched, encode_all
 from verify.fresh_check import FreshCheck
-from verify.comparison import Side, compare_batch
+from verify.comparison import CachedTokenBytes, Side, compare_batch
 from verify.corpora.shards import Shard
 from verify.counts import Counts
-from verify.keys import ids_digest, input_key
-from verify.outcome import Failure, Recorded, agree, is_ids
+from verify.keys import ids_digest, input_digest
+from verify.outcome import Failure, Recorded, is_ids
 from verify.pipeline.session_task import run_session_shard
 from verify.rundir.result import ShardResult
 from verify.rundir.status import shard_records
@@ -33,7 +33,7 @@ def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dic
     from verify.ledger import audited
 
     reference, candidates = executors[0], executors[1:]
-    keys = [bytes.fromhex(input_key(s.segments)) for s in samples]
+    keys = [input_digest(s.segments) for s in samples]
     misses = [i for i, k in enumerate(keys) if k not in recorded]
     audits = [i for i, k in enumerate(keys) if k in recorded and audited(k, audit_rate, audit_seed)]
     reference.submit([samples[i] for i in misses + audits])  # one reference call for both
@@ -57,12 +57,29 @@ def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dic
         stats["audited"] = stats.get("audited", 0) + len(audits)
         for i, outcome in zip(audits, fresh[len(misses):]):
             ref_out[i] = _checked(ref_out[i], outcome, stats)
-    recheck = [i for i, r in enumerate(ref_out) if isinstance(r, Recorded)
-               and any(is_ids(out[i]) and not agree(r, out[i]) for out in cand_outs)]
+    recheck = _stand_in(ref_out, cand_outs)
     if recheck:
         for i, outcome in zip(recheck, reference.encode([samples[i] for i in recheck])):
             ref_out[i] = _checked(ref_out[i], outcome, stats)
     return [ref_out, *cand_outs]
+
+
+def _stand_in(ref_out: list, cand_outs: list[list]) -> list[int]:
+    """Where a candidate's ids match the ledger's entry, those ids stand in for the entry (they
+    are the reference's, digest and length for digest and length): each candidate's digest is
+    computed once, here, and the comparison compares arrays. Returns the positions where some
+    candidate's ids do not match the entry (the reference encodes those again)."""
+    recheck = []
+    for i, entry in enumerate(ref_out):
+        if not isinstance(entry, Recorded):
+            continue
+        given = [out[i] for out in cand_outs if is_ids(out[i])]
+        same = [ids for ids in given if entry.matches(ids)]
+        if len(same) < len(given):
+            recheck.append(i)
+        elif same:
+            ref_out[i] = same[0]
+    return recheck
 
 
 def _checked(entry: Recorded, outcome, stats: dict[str, int]):
@@ -102,7 +119,7 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
     the hits the audit picks (``audit_rate``, ``audit_seed``); its parts that fail their
     checksum are counted in ``ledger_stats["bad_parts"]`` and their inputs encoded again."""
     started = time.monotonic()
-    sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
+    sides = [Side(ex.spec, CachedTokenBytes(ex)) for ex in executors]
     result = ShardResult(index, shard.id, Counts(), worker=worker)
     recorded = None
     if ledger is not None:

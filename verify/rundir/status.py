@@ -28,6 +28,7 @@ from typing import Iterable, Iterator
 
 from verify import atomic
 from verify.counts import Counts
+from verify.sample import utf8_len
 
 STATUS_FILE = "status"
 PROGRESS_DIR = ".progress"  # under OUT/shards/: one heartbeat file per worker process
@@ -118,7 +119,7 @@ def _beating(records: Iterator, heart: ShardHeartbeat) -> Iterator:
         n += 1
         segments = getattr(record, "segments", None)
         if segments is not None:
-            nbytes += sum(len(s.text.encode("utf-8", "surrogatepass")) for s in segments)
+            nbytes += sum(utf8_len(s.text) for s in segments)
         heart.beat(n, nbytes)
         yield record
 

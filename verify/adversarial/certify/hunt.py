@@ -32,7 +32,7 @@ import json
 from verify import atomic
 from verify.adversarial.certify.space import MAX_K, Space
 from verify.batches import pipelined
-from verify.comparison import Side, compare_batch
+from verify.comparison import CachedTokenBytes, Side, compare_batch
 from verify.corpora.shards import Shard
 from verify.counts import Counts
 from verify.errors import UsageError
@@ -77,7 +77,7 @@ def certify_shard(index: int, shard: Shard, executors: list, context) -> ShardRe
         if batch:
             yield batch
 
-    sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
+    sides = [Side(ex.spec, CachedTokenBytes(ex)) for ex in executors]
     counts = Counts()
     for ex in executors:
         counts.engine(ex.spec)

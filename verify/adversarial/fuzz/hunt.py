@@ -200,7 +200,7 @@ def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book
 
     from verify.adversarial.fuzz import strategies
     from verify.batches import encode_all
-    from verify.comparison import Side, compare_batch
+    from verify.comparison import CachedTokenBytes, Side, compare_batch
     from verify.sample import Sample
 
     family, k, seed = shard.extra["family"], shard.extra["k"], shard.extra["seed"]
@@ -215,7 +215,7 @@ def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book
     def compare(sample, active) -> list:
         executors = [reference, *active]
         delta, findings = compare_batch([sample], encode_all(executors, [sample]),
-                                        [Side(ex.spec, ex.token_bytes) for ex in executors], SOURCE)
+                                        [Side(ex.spec, CachedTokenBytes(ex)) for ex in executors], SOURCE)
         counts.add(delta)
         return findings
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from verify.adversarial.length.families import SEPARATING, Family
-from verify.comparison import Side, compare_batch
+from verify.comparison import CachedTokenBytes, Side, compare_batch
 from verify.fresh_check import FreshCheck
 from verify.counts import Counts
 from verify.outcome import agree, is_ids
@@ -135,7 +135,7 @@ class FamilySearch:
         self.family, self.executors, self.max_chars, self.source = family, list(executors), max_chars, source
         self.probed = probed if probed is not None else {}
         self.fresh = fresh or FreshCheck(self.executors)
-        self.sides = [Side(ex.spec, ex.token_bytes) for ex in self.executors]
+        self.sides = [Side(ex.spec, CachedTokenBytes(ex)) for ex in self.executors]
         self.result = FamilyResult(family, {ex.spec: CandidateLength() for ex in self.executors[1:]})
         self.result.counts.engine(self.executors[0].spec)
         for ex in self.executors[1:]:

@@ -4,19 +4,18 @@
 sample came back with ids: executors retry a batch that raises one sample at a
 time (the ``batch_fallbacks`` run note) and re-run a batch that crashed or hung
 the worker after restarting it (``restarts``), so the outcomes alone hide it.
-``CachedTokenBytes`` asks ``token_bytes`` once per distinct id for a whole phase,
-so 10^5 divergent samples or a 200,000-token input do not cost one pipe round trip
-(and one decode of every id) per sample; token bytes belong to the vocabulary, so
-the cache is exact.
+``CachedTokenBytes`` (``verify.comparison``, where every comparison uses it) asks
+``token_bytes`` once per distinct id for a whole phase.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
-
+from verify.comparison import CachedTokenBytes
 from verify.outcome import Failure, Outcome, is_ids
+
+__all__ = ["CachedTokenBytes", "CallWatch"]
 
 
 class CallWatch:
@@ -41,24 +40,3 @@ class CallWatch:
         why = (f"the call with {size} samples raised ({warning})" if fallbacks > self.fallbacks else
                f"the call with {size} samples crashed or hung the engine's worker")
         return Failure("error", "BatchCallFailed", f"{why}; every sample alone encodes")
-
-
-class CachedTokenBytes:
-    """``executor.token_bytes`` for any ids, asking the executor only for ids not seen before."""
-
-    def __init__(self, executor):
-        self.executor = executor
-        self.cache: dict[int, bytes] = {}
-
-    def __call__(self, ids: np.ndarray) -> list[bytes] | None:
-        if not self.executor.capabilities.decode:
-            return None  # what executor.token_bytes answers too, without building anything
-        listed = np.asarray(ids).tolist()
-        cache = self.cache
-        missing = sorted({i for i in listed if i not in cache})
-        if missing:
-            pieces = self.executor.token_bytes(np.asarray(missing, dtype=np.uint32))
-            if pieces is None or len(pieces) != len(missing):
-                return None
-            cache.update(zip(missing, pieces))
-        return [cache[i] for i in listed]

@@ -31,7 +31,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 
 from verify.adversarial.vocab.texts import TokenText, Vocabulary, token_texts
-from verify.comparison import Side, compare_batch
+from verify.comparison import CachedTokenBytes, Side, compare_batch
 from verify.counts import Counts
 from verify.findings import Finding
 from verify.outcome import is_ids
@@ -258,7 +258,7 @@ def sweep_samples(samples: Iterable[Sample], executors: Sequence, part: str, *, 
     for all candidates. Memory is bounded by ``max_findings`` per engine, whatever is found."""
     from verify.batches import pipelined
 
-    sides = [Side(ex.spec, ex.token_bytes) for ex in executors]
+    sides = [Side(ex.spec, CachedTokenBytes(ex)) for ex in executors]
     source = f"{SOURCE_PREFIX}/{part}"
     swept = PartSweep()
     st = swept.stats
