@@ -1,6 +1,6 @@
 """Corpus files read as streams: .txt, .jsonl/.ndjson (optionally .gz, .zst or
 .zstd) and .parquet (pyarrow, in record batches), whole or by range. A path is a
-local path or an fsspec URL (``verify.corpora.remote``); local files never touch fsspec.
+local path or an fsspec URL, both opened through fsspec (``verify.corpora.remote``).
 
 Every sample id lets a user find the input again: the record's id field when it
 has one, else ``file:line`` (text, JSONL read whole), ``file@byte`` (a large file
@@ -20,7 +20,6 @@ position, "file not found"; so is a Parquet file that cannot be opened.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
@@ -94,15 +93,16 @@ def is_supported(path: PathLike) -> bool:
 
 
 def open_binary(path: PathLike) -> IO[bytes]:
-    """The file's bytes, decompressed by its suffix (.gz, .zst, .zstd)."""
-    name = remote.name_of(path).lower()
-    if name.endswith(".gz"):
-        return remote.open_raw(path, compression="gzip") if remote.is_url(path) else gzip.open(path, "rb")
-    if name.endswith((".zst", ".zstd")):
-        import zstandard
+    """The file's bytes, decompressed by its suffix (.gz, .zst, .zstd) with fsspec's codecs."""
+    fh = remote.open_raw(path, compression=_codec(path))
+    # fsspec's zstd codec is zstandard's reader where Python has no compression.zstd: it reads,
+    # but has no readline (nor lines to iterate)
+    return fh if isinstance(fh, io.IOBase) else io.BufferedReader(fh)
 
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(remote.open_raw(path), closefd=True))
-    return remote.open_raw(path)
+
+def _codec(path: PathLike) -> str:
+    # fsspec infers .gz and .zst, not the .zstd that Nemotron-CC's files end with
+    return "zstd" if remote.name_of(path).lower().endswith(".zstd") else "infer"
 
 
 def _raw_lines(path: PathLike, byte_range: tuple[int, int] | None,
@@ -165,10 +165,10 @@ def _skip(fh: IO[bytes], n: int, chunk: int = 1 << 20) -> None:
 
 
 def _zstd_from(path: PathLike, seek: int) -> IO[bytes]:
-    """A local zstd file decompressed from the frame at compressed offset ``seek`` on."""
+    """A zstd file decompressed from the frame at compressed offset ``seek`` on."""
     import zstandard
 
-    raw = open(path, "rb")
+    raw = remote.open_raw(path)
     raw.seek(seek)
     return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(raw, closefd=True, read_across_frames=True))
 
@@ -178,15 +178,15 @@ ZSTD_SKIPPABLE = 0x184D2A50  # the 16 magics 0x184D2A50..5F, masked with 0xFFFFF
 
 
 def zstd_frames(path: PathLike) -> list[tuple[int, int]] | None:
-    """``(compressed offset, decompressed size)`` of every data frame of a local zstd file,
+    """``(compressed offset, decompressed size)`` of every data frame of a zstd file,
     read from frame and block headers only (no decompression); ``None`` when a frame does
     not declare its size (a streamed single frame: the file cannot be cut without
     decompressing it) or the headers do not add up to the file."""
     import zstandard
 
     frames: list[tuple[int, int]] = []
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    size = remote.size(path)
+    with remote.open_raw(path) as fh:
         pos = 0
         while pos < size:
             fh.seek(pos)
@@ -333,11 +333,9 @@ def scalar_checked(position: str, sample: Sample, raw) -> Record:
 
 
 def open_parquet(path: PathLike):
-    """A ``pyarrow.parquet.ParquetFile``; a URL is read through its fsspec filesystem."""
+    """A ``pyarrow.parquet.ParquetFile`` read through the path's fsspec filesystem."""
     import pyarrow.parquet as pq
 
-    if not remote.is_url(path):
-        return pq.ParquetFile(path)
     fs, stripped = remote.url_to_fs(path)
     return pq.ParquetFile(stripped, filesystem=fs)
 
@@ -364,7 +362,7 @@ def parquet_row_groups(path: PathLike, text_field: str) -> tuple[list[str], list
 
 
 def parquet_row_group_bytes(path: PathLike) -> list[int]:
-    """The uncompressed size of each row group of a local Parquet file (its footer only)."""
+    """The uncompressed size of each row group of a Parquet file (its footer only)."""
     meta = open_parquet(path)
     try:
         return [meta.metadata.row_group(i).total_byte_size for i in range(meta.num_row_groups)]

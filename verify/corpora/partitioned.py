@@ -18,20 +18,27 @@ variable the table names (``root_env``), else the table's ``root``. The table li
   text_field, id_field   the record fields (``id_field`` may list candidates: the
                first column a Parquet layout has; JSON layouts use the first)
 
-Partition fields are every ``key=value`` path component (hive style) plus every
-``{name}`` the matching pattern captured. ``where`` (``--where quality=high``, values
-``a,b`` for either) keeps the matching files at listing time; each shard carries its
-file's fields in ``Shard.extra``.
+Partition fields are every ``key=value`` folder (hive style, parsed by ``pyarrow.dataset``'s
+hive partitioning) plus every ``{name}`` the matching pattern captured. ``where``
+(``--where quality=high``, values ``a,b`` for either) keeps the matching files at listing
+time (a ``pyarrow.compute`` mask over the fields); each shard carries its file's fields in
+``Shard.extra``. No data file is opened to list or select.
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import string
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+import pyarrow.fs as pafs
 
 from verify.corpora import files, remote
 from verify.corpora.remote import PathLike
@@ -83,14 +90,41 @@ def compile_pattern(pattern: str) -> re.Pattern:
     return re.compile("".join(out))
 
 
-def hive_fields(relative: str) -> dict[str, str]:
-    """``key=value`` folders of a relative path, in path order."""
-    fields: dict[str, str] = {}
-    for part in relative.split("/")[:-1]:
-        key, sep, value = part.partition("=")
-        if sep and key:
-            fields[key] = value
-    return fields
+# pyarrow reads a folder whose value is its null_fallback (__HIVE_DEFAULT_PARTITION__ by default) as
+# null; no folder name holds a "/", so with this one every value stays the text it is
+_NO_NULL = "/"
+
+
+def hive_fields(root: PathLike, relatives: list[str]) -> list[dict[str, str]]:
+    """The ``key=value`` folders of each path below ``root``, as strings (``01`` stays ``01``),
+    keys in the order they first appear in the listing. Each folder is parsed once."""
+    if not relatives:
+        return []
+    folders: dict[str, str] = {}  # the first path of each folder
+    for rel in relatives:
+        folders.setdefault(posixpath.dirname(rel), rel)
+    keys = _hive_keys(root, list(folders.values()))
+    partitioning = ds.HivePartitioning(pa.schema([(key, pa.string()) for key in keys]),
+                                       segment_encoding="none", null_fallback=_NO_NULL)
+    parsed = {}
+    for folder, rel in folders.items():
+        values = ds.get_partition_keys(partitioning.parse(rel))
+        # a key named twice in one path (a=1/a=2): pyarrow keeps the first
+        parsed[folder] = {key: values[key] for key in keys if key in values}
+    return [parsed[posixpath.dirname(rel)] for rel in relatives]
+
+
+def _hive_keys(root: PathLike, relatives: list[str]) -> list[str]:
+    """The hive keys of these paths (pyarrow's partition discovery), in order of first appearance.
+    Discovery reads the paths only: ``fragments=0`` (pyarrow 22 on) inspects no data file."""
+    fs, base = remote.url_to_fs(root)
+    base = base.rstrip("/")
+    discovery = ds.HivePartitioning.discover(segment_encoding="none", null_fallback=_NO_NULL)
+    factory = ds.FileSystemDatasetFactory(
+        pafs.PyFileSystem(pafs.FSSpecHandler(fs)), [f"{base}/{rel.lstrip('/')}" for rel in relatives],
+        ds.ParquetFileFormat(),  # any format: the dataset is never scanned (verify.corpora.files reads)
+        ds.FileSystemFactoryOptions(partition_base_dir=base, partitioning=discovery))
+    return [key for key in factory.inspect(fragments=0).names if key]  # "=v" folders: no key, no field
 
 
 def layouts_of(name: str, table: dict[str, Any]) -> list[Layout]:
@@ -177,14 +211,13 @@ def list_layout(root: PathLike, layouts: list[Layout], chosen: str) -> tuple[Lay
         if layout.paths_file:
             paths_file = remote.join(root, layout.paths_file)
             if remote.is_file(paths_file):
-                listed = []
-                for line in sorted(read_paths_file(paths_file), key=remote.sort_key):  # as a walk lists
-                    listed.append((line, None, {**hive_fields(line), **(layout.match(line) or {})}))
+                lines = sorted(read_paths_file(paths_file), key=remote.sort_key)  # as a walk lists
+                listed = with_fields(root, [(line, None, layout.match(line) or {}) for line in lines])
                 return layout, f"paths file {layout.paths_file}", listed
         if walked is None:
             walked = list(remote.walk(root))
-        listed = [(rel, size, {**hive_fields(rel), **fields})
-                  for rel, size in walked if (fields := layout.match(rel)) is not None]
+        listed = with_fields(root, [(rel, size, fields) for rel, size in walked
+                                    if (fields := layout.match(rel)) is not None])
         if listed:
             return layout, "walk", listed
     names = [layout.name for layout in layouts]
@@ -193,6 +226,12 @@ def list_layout(root: PathLike, layouts: list[Layout], chosen: str) -> tuple[Lay
     tried = "; ".join(f"{layout.name}: {layout.paths_file + ' or ' if layout.paths_file else ''}"
                       f"{', '.join(layout.patterns)}" for layout in layouts if chosen in ("auto", layout.name))
     raise CorpusError(f"{root}: no corpus files in any known layout ({tried})")
+
+
+def with_fields(root: PathLike, matched: list[Listed]) -> list[Listed]:
+    """The files with their hive fields first, then the fields their pattern captured."""
+    hive = hive_fields(root, [rel for rel, _, _ in matched])
+    return [(rel, size, {**folders, **captured}) for (rel, size, captured), folders in zip(matched, hive)]
 
 
 def field_values(listed: Iterable[Listed]) -> dict[str, list[str]]:
@@ -209,13 +248,24 @@ def select(name: str, listed: list[Listed], where: dict[str, str], known: dict[s
         if key not in known:
             fields = ", ".join(known) if known else "none"
             raise UsageError(f"--where {key}=...: corpus '{name}' has no field '{key}' (its fields: {fields})")
-    wanted = {key: set(value.split(",")) for key, value in where.items()}
-    kept = [item for item in listed if all(item[2].get(k) in vals for k, vals in wanted.items())]
+    kept = [listed[row] for row in matching_rows(listed, where)]
     if not kept:
         spelled = " ".join(f"{k}={v}" for k, v in where.items())
         seen = "; ".join(f"{k}: {', '.join(known[k])}" for k in where)
         raise CorpusError(f"--where {spelled}: no file of corpus '{name}' matches ({seen})")
     return kept
+
+
+def matching_rows(listed: list[Listed], where: dict[str, str]) -> list[int]:
+    """The indexes of the files whose fields match every ``where``, in order. One column per
+    field (null where a file lacks it: it matches nothing), ``is_in`` per field, ANDed.
+    Not ``Dataset.get_fragments(filter=...)``: pyarrow keeps a fragment whose path lacks the
+    field (its partition expression cannot rule it out), and the fields a pattern captured
+    (``{subset}``) are no partitions pyarrow parses."""
+    masks = [pc.is_in(pa.array([fields.get(key) for _, _, fields in listed], pa.string()),
+                      value_set=pa.array(value.split(","), pa.string()))
+             for key, value in where.items()]
+    return pc.indices_nonzero(reduce(pc.and_, masks)).to_pylist()
 
 
 def _first_present(paths: list[PathLike], tries: int = 64) -> PathLike | None:

@@ -1,12 +1,13 @@
 """Where corpus files live: a local path, or any fsspec URL (``s3://``, ``gs://``,
 ``hf://datasets/...``, ``https://``, ``file://``, ``memory://``, chained ``simplecache::s3://``).
 
-Local paths stay on the fast local path (``open``, ``os``); only URLs go through
-fsspec. A URL is kept exactly as given (protocol, chain and all) and relative paths
-are joined onto it, so a shard's path opens the same file on any machine that can
-reach it. Credentials and filesystem options are not stored in descriptors: fsspec
-reads them from the environment (``AWS_*``, ``HF_TOKEN``, ``FSSPEC_S3_ANON=true``,
-fsspec's own config files).
+Every operation goes through the fsspec filesystem that holds the path (``url_to_fs``):
+a local path is fsspec's ``LocalFileSystem``, so local and remote files are listed,
+sized and opened by one code path. A URL is kept exactly as given (protocol, chain and
+all) and relative paths are joined onto it, so a shard's path opens the same file on
+any machine that can reach it. Credentials and filesystem options are not stored in
+descriptors: fsspec reads them from the environment (``AWS_*``, ``HF_TOKEN``,
+``FSSPEC_S3_ANON=true``, fsspec's own config files).
 """
 
 from __future__ import annotations
@@ -14,9 +15,15 @@ from __future__ import annotations
 import os
 import posixpath
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Any, Iterator
+
+import fsspec.core
+from fsspec import AbstractFileSystem
+from fsspec.implementations.local import LocalFileSystem, make_path_posix
 
 PathLike = str | Path
+
+_LOCAL = LocalFileSystem()
 
 
 def is_url(path: PathLike) -> bool:
@@ -35,46 +42,38 @@ def join(root: PathLike, relative: str) -> str:
     return os.path.join(root, relative)
 
 
-def url_to_fs(url: str):
-    import fsspec.core
-
-    return fsspec.core.url_to_fs(url)
+def url_to_fs(path: PathLike) -> tuple[AbstractFileSystem, str]:
+    """The filesystem holding a path or URL, and the path as that filesystem spells it."""
+    if is_url(path):
+        return fsspec.core.url_to_fs(path)
+    # a local path is taken literally: fsspec.core.url_to_fs would read a "::" in it as a URL chain
+    return _LOCAL, make_path_posix(str(path))
 
 
 def open_raw(path: PathLike, compression: str | None = None) -> IO[bytes]:
-    """A binary file object (seekable where the filesystem allows). ``compression``
-    (fsspec's name: ``gzip``, ...) applies to URLs only; local callers decompress themselves."""
-    if not is_url(path):
-        return open(path, "rb")
-    import fsspec
-
-    return fsspec.open(path, "rb", compression=compression).open()
+    """A binary file object (seekable where the filesystem allows), decompressed by
+    ``compression``: fsspec's codec name (``gzip``, ``zstd``, ...) or ``"infer"`` (from the
+    suffix). Closing it closes the file below the codec too."""
+    fs, stripped = url_to_fs(path)
+    return fsspec.core.OpenFile(fs, stripped, "rb", compression=compression).open()
 
 
 def exists(path: PathLike) -> bool:
-    if not is_url(path):
-        return os.path.exists(path)
     fs, stripped = url_to_fs(path)
     return fs.exists(stripped)
 
 
 def is_file(path: PathLike) -> bool:
-    if not is_url(path):
-        return os.path.isfile(path)
     fs, stripped = url_to_fs(path)
     return fs.isfile(stripped)
 
 
 def is_dir(path: PathLike) -> bool:
-    if not is_url(path):
-        return os.path.isdir(path)
     fs, stripped = url_to_fs(path)
     return fs.isdir(stripped)
 
 
 def size(path: PathLike) -> int:
-    if not is_url(path):
-        return os.stat(path).st_size
     fs, stripped = url_to_fs(path)
     return int(fs.size(stripped))
 
@@ -85,27 +84,22 @@ def sort_key(relative: str) -> tuple[str, ...]:
 
 
 def walk(root: PathLike) -> Iterator[tuple[str, int | None]]:
-    """``(relative path, size)`` of every file below ``root``, in ``sort_key`` order.
-    Local directories are walked with ``os.walk`` (sorted as it goes); URLs are listed
-    once with the filesystem's recursive ``find`` (one paged listing on object stores)."""
-    if not is_url(root):
-        base = str(root)
-        found = []
-        for folder, dirs, names in os.walk(base):
-            dirs.sort()
-            rel_folder = os.path.relpath(folder, base).replace(os.sep, "/")
-            for name in names:
-                rel = name if rel_folder == "." else f"{rel_folder}/{name}"
-                found.append((rel, None))
-        found.sort(key=lambda item: sort_key(item[0]))
-        return iter(found)
+    """``(relative path, size)`` of every file below ``root``, in ``sort_key`` order: one
+    recursive ``find`` (one paged listing on object stores). A symlink to a file is listed; a
+    symlink to a folder is not walked into."""
     fs, stripped = url_to_fs(root)
     prefix = stripped.rstrip("/") + "/"
-    listed = fs.find(stripped, detail=True)
-    found = [(p[len(prefix):], info.get("size")) for p, info in listed.items()
-             if p.startswith(prefix) and info.get("type", "file") == "file"]
+    found = [(path[len(prefix):], info.get("size")) for path, info in fs.find(stripped, detail=True).items()
+             if path.startswith(prefix) and _is_file(fs, path, info)]
     found.sort(key=lambda item: sort_key(item[0]))
     return iter(found)
+
+
+def _is_file(fs: AbstractFileSystem, path: str, info: dict[str, Any]) -> bool:
+    # fsspec's local listing types every symlink "other" (it never follows one); a symlinked
+    # file is still a file of the corpus, as os.walk lists it, so its target is asked for
+    kind = info.get("type", "file")
+    return kind == "file" or (kind == "other" and bool(info.get("islink")) and fs.isfile(path))
 
 
 def glob(pattern: str) -> list[tuple[str, int | None]]:

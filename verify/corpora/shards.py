@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import os
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator
 
@@ -222,7 +221,7 @@ def _zstd_shards(path: PathLike, target: int, common: dict[str, Any]) -> list[Sh
     the file is small, or one frame, or its frames do not declare their sizes. Each group's
     reading starts at the frame holding the byte before it (is that byte a line end?)."""
     try:
-        frames = files.zstd_frames(path) if os.path.getsize(path) > ZSTD_WALK_BYTES else None
+        frames = files.zstd_frames(path) if remote.size(path) > ZSTD_WALK_BYTES else None
     except OSError:  # missing or unreadable: the reader reports it, at its first position
         frames = None
     if not frames or sum(n for _, n in frames) <= target:

@@ -81,6 +81,9 @@ def expand_paths(pattern: str, follow_symlinks: bool = False) -> list:
 
 def list_paths(pattern: str, follow_symlinks: bool = False) -> tuple[list, int]:
     """``expand_paths`` and how many symlinks leading out of a folder were skipped."""
+    # A local value stays on os.walk / glob, not fsspec: the symlink rule needs each link's real
+    # target and following folder links with a loop guard, where fsspec's local find types a link
+    # "other" and never follows it; and a local glob keeps Python's glob rules (`*` skips dotfiles)
     if remote.is_url(pattern):
         return _expand_url(pattern), 0
     path = Path(pattern).expanduser()
