@@ -33,7 +33,7 @@ The four goals of issue 28, printed at the end:
   peak memory 64 MB shard / 16 MB shard (driver, worker) <= 1.2
   run-diverge / run (CPU per MB)                        <= 2
 
-    python bench/bench_throughput.py [--mb 32] [--file-mb 8] [--skip-memory]
+    python bench/bench_throughput.py [--mb 128] [--file-mb 16] [--skip-memory]
 """
 
 from __future__ import annotations
@@ -196,8 +196,8 @@ def run_row(root: Path, tiny: Path, tmp: Path, name: str, candidate: str, *extra
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=float, default=32, help="MB of text in the corpus (the issue measured 128)")
-    parser.add_argument("--file-mb", type=float, default=8, help="MB of text per .jsonl.zstd file (= shard)")
+    parser.add_argument("--mb", type=float, default=128, help="MB of text in the corpus")
+    parser.add_argument("--file-mb", type=float, default=16, help="MB of text per .jsonl.zstd file (= shard)")
     parser.add_argument("--skip-memory", action="store_true", help="leave out the 16 MB / 64 MB memory rows")
     args = parser.parse_args()
     load_before = os.getloadavg()

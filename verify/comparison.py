@@ -36,9 +36,8 @@ class TokenPieces(Sequence[bytes]):
     (``len``, indexing, slicing) that builds no list of every piece, and ``lengths``, each
     token's byte length as one array, for offsets (``verify.token_diff.token_byte_offsets``)."""
 
-    def __init__(self, ids: np.ndarray, table: "CachedTokenBytes"):
-        self.ids, self.table = ids, table
-        self.lengths = table.lengths[ids]
+    def __init__(self, ids: np.ndarray, table: "CachedTokenBytes", lengths: np.ndarray):
+        self.ids, self.table, self.lengths = ids, table, lengths
 
     def __len__(self) -> int:
         return int(self.ids.size)
@@ -69,14 +68,17 @@ class CachedTokenBytes:
             grown = np.full(int(arr.max()) + 1, -1, dtype=np.int64)
             grown[:self.lengths.size] = self.lengths
             self.lengths = grown
-        missing = np.unique(arr[self.lengths[arr] < 0]) if arr.size else arr
-        if missing.size:
+        lengths = self.lengths[arr]
+        unknown = lengths < 0
+        if unknown.any():
+            missing = np.unique(arr[unknown])
             pieces = self.executor.token_bytes(missing.astype(np.uint32))
             if pieces is None or len(pieces) != missing.size:
                 return None
             self.cache.update(zip(missing.tolist(), pieces))
             self.lengths[missing] = [len(p) for p in pieces]
-        return TokenPieces(arr, self)
+            lengths = self.lengths[arr]
+        return TokenPieces(arr, self, lengths)
 
 
 def sample_size(sample: Sample) -> tuple[int, int]:
