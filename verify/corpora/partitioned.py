@@ -21,7 +21,7 @@ variable the table names (``root_env``), else the table's ``root``. The table li
 Partition fields are every ``key=value`` path component (hive style) plus every
 ``{name}`` the matching pattern captured. ``where`` (``--where quality=high``, values
 ``a,b`` for either) keeps the matching files at listing time; each shard carries its
-file's fields in ``Shard.extra``.
+file's fields in its ``partition`` (``verify.corpora.shards.PathShard``).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, wh
             names, _ = files.parquet_row_groups(first, text)
             chosen_id = next((c for c in ids if c in names), ids[0])
     shards = [s for path, size, fields in paths
-              for s in file_shards(name, path, text, chosen_id, size=size, extra=fields)]
+              for s in file_shards(name, path, text, chosen_id, size=size, partition=fields)]
     description = {"kind": "partitioned", "root": str(base), "layout": layout.name, "listing": how,
                    "files": len(kept), "files_listed": len(listed), "fields": known,
                    "where": dict(sorted((where or {}).items())), "text_field": text, "id_field": chosen_id}
