@@ -96,8 +96,8 @@ def test_cc_layout_lists_the_paths_file_and_reads_zstd_with_warc_ids(cc_mirror):
                                    "kind2": ["actual"]}
     shards = source.shards()
     assert len(shards) == 8 and all(s.kind == "file" and s.path.endswith(".jsonl.zstd") for s in shards)
-    assert shards[0].extra == {"quality": "high", "kind": "actual", "kind2": "actual"}
-    assert all(f"quality={s.extra['quality']}/kind={s.extra['kind']}/" in s.path for s in shards)
+    assert shards[0].partition == {"quality": "high", "kind": "actual", "kind2": "actual"}
+    assert all(f"quality={s.partition['quality']}/kind={s.partition['kind']}/" in s.path for s in shards)
     got = records(source)
     bad = [r for r in got if isinstance(r, BadRecord)]
     first = shards[0].path
@@ -142,13 +142,13 @@ def test_where_filters_at_listing_time_without_opening_a_data_file(cc_mirror, mo
     source = open_corpus("nemotron-cc", root=str(cc_mirror), where={"quality": "high"})
     assert opened == [str(cc_mirror / "data-jsonl.paths.gz")]
     shards = source.shards()
-    assert len(shards) == 4 and {s.extra["quality"] for s in shards} == {"high"}
+    assert len(shards) == 4 and {s.partition["quality"] for s in shards} == {"high"}
     assert source.describe()["files"] == 4 and source.describe()["files_listed"] == 8
     got = records(source)
     assert all("quality=high" in s.path for s in shards)
     assert len([r for r in got if isinstance(r, BadRecord)]) == 2  # the two planted ones, nothing unreadable
     both = open_corpus("nemotron-cc", root=str(cc_mirror), where={"quality": "high", "kind": "synthetic"})
-    assert [s.extra["kind"] for s in both.shards()] == ["synthetic", "synthetic"]
+    assert [s.partition["kind"] for s in both.shards()] == ["synthetic", "synthetic"]
     either = open_corpus("nemotron-cc", root=str(cc_mirror), where={"quality": "high,medium"})
     assert len(either.shards()) == 6
 
@@ -192,7 +192,7 @@ def test_hub_layout_parquet_with_subset_fields_ids_and_null_text(hub_mirror):
     assert ids(got)[:3] == ["High-Quality/0/0", "High-Quality/0/1", "High-Quality/0/2"]
     assert len(got) == 40
     high = open_corpus("nemotron-cc", root=str(hub_mirror), where={"subset": "Medium-Quality"})
-    assert {s.extra["subset"] for s in high.shards()} == {"Medium-Quality"}
+    assert {s.partition["subset"] for s in high.shards()} == {"Medium-Quality"}
     assert all(i.startswith("Medium-Quality/") for i in ids(records(high)))
     with pytest.raises(CorpusError, match="no column 'body'"):
         open_corpus("nemotron-cc", root=str(hub_mirror), text_field="body")
@@ -217,7 +217,7 @@ def test_a_file_url_root_gives_the_same_samples_as_the_plain_path(cc_mirror, hub
     plain = open_corpus("nemotron-cc", root=str(root), where={"quality": "high"} if layout == "cc" else None)
     url = open_corpus("nemotron-cc", root="file://" + str(root), where={"quality": "high"} if layout == "cc" else None)
     assert [s.path for s in url.shards()] == ["file://" + s.path for s in plain.shards()]
-    assert [s.extra for s in url.shards()] == [s.extra for s in plain.shards()]
+    assert [s.partition for s in url.shards()] == [s.partition for s in plain.shards()]
     assert plain_view(records(url)) == plain_view(records(plain))
     sampled = [replace(s, sample_rate=0.5, sample_seed=11) for s in url.shards()]
     plain_sampled = [replace(s, sample_rate=0.5, sample_seed=11) for s in plain.shards()]

@@ -106,7 +106,7 @@ def test_hub_subset_folders_at_the_root_are_the_hub_root_layout(hub_mirror, tmp_
         assert [(getattr(r, "id", None), getattr(r, "text", None)) for r in records(source)] == \
                [(getattr(r, "id", None), getattr(r, "text", None)) for r in records(nested)]
         medium = open_corpus("nemotron-cc", root=str(root), where={"subset": "Medium-Quality"})
-        assert {s.extra["subset"] for s in medium.shards()} == {"Medium-Quality"} and len(medium.shards()) == 2
+        assert {s.partition["subset"] for s in medium.shards()} == {"Medium-Quality"} and len(medium.shards()) == 2
     assert open_corpus("nemotron-cc", root=str(hub_mirror)).describe()["layout"] == "hub"  # data/ still wins
 
 

@@ -214,14 +214,14 @@ def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
 def test_the_driver_commits_each_shard_once_whatever_ray_hands_back(monkeypatch):
     """A retried shard could only be counted twice if two results for one index were
     committed: the driver commits by index, once; a shard that never came back is failed."""
-    from verify.corpora.shards import Shard
+    from verify.corpora.shards import GeneratedShard
     from verify.counts import Counts
     from verify.executors.pool import EngineOptions
     from verify.executors.ray_shards import RayShards
     from verify.executors.workers import RayOptions, WorkerSetup
     from verify.rundir.result import ShardResult
 
-    shards = [(i, Shard("generated", "generated", start=16 * i, stop=16 * (i + 1), generator=(0, 64, 0)))
+    shards = [(i, GeneratedShard("generated", start=16 * i, stop=16 * (i + 1), generator=(0, 64, 0)))
               for i in range(4)]
 
     def row(index, actor="ray-a", restarted=False):

@@ -92,18 +92,18 @@ def test_shards_cut_every_part_in_sweep_order(tiny_spec):
     plan = SweepPlan.build(vocabulary_of(tiny_spec))
     shards = plan_shards(plan, ["tokens", "pairs", "special"], 200)
     assert 20 <= len(shards) <= 60 and len({s.id for s in shards}) == len(shards)
-    assert [s.extra["part"] for s in shards] == sorted((s.extra["part"] for s in shards),
+    assert [s.part for s in shards] == sorted((s.part for s in shards),
                                                        key=["tokens", "pairs", "special"].index)
     for part, total in (("tokens", len(plan.text_ids)), ("pairs", len(plan.text_ids)), ("special", 2)):
-        ranges = [(s.start, s.stop) for s in shards if s.extra["part"] == part]
+        ranges = [(s.start, s.stop) for s in shards if s.part == part]
         assert ranges[0][0] == 0 and ranges[-1][1] == total and all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
-    assert all(s.kind == SHARD_KIND and s.id.startswith(f"vocab:{s.extra['part']}[") for s in shards)
+    assert all(s.kind == SHARD_KIND and s.id.startswith(f"vocab:{s.part}[") for s in shards)
     # consecutive ranges give the whole sequential stream of each part
     draws = pair_draws(plan)
     for part in ("tokens", "pairs", "special"):
-        joined = [x.id for s in shards if s.extra["part"] == part for x in part_samples(plan, part, s.start, s.stop, draws)]
+        joined = [x.id for s in shards if s.part == part for x in part_samples(plan, part, s.start, s.stop, draws)]
         assert joined == [x.id for x in part_samples(plan, part)] and joined
-    assert [p for s in shards if s.extra["part"] == "pairs" for p in pair_ids(plan, s.start, s.stop, draws)] == pair_ids(plan)
+    assert [p for s in shards if s.part == "pairs" for p in pair_ids(plan, s.start, s.stop, draws)] == pair_ids(plan)
 
 
 def test_a_batch_that_agrees_is_counted_as_the_full_comparison_counts_it(tiny_spec):

@@ -40,12 +40,12 @@ def argv(tiny_spec, out, *candidates_and_options):
 def test_a_worker_killed_while_idle_is_replaced_and_every_shard_runs(tiny_spec):
     """Before: the next shard sent to the dead worker ended the run as a harness bug
     (BrokenPipeError, exit 3)."""
-    from verify.corpora.shards import Shard
+    from verify.corpora.shards import GeneratedShard
     from verify.executors.pool import EngineOptions
     from verify.executors.workers import ProcessShards, WorkerSetup
     from verify.pipeline.records_task import records_task
 
-    shards = [(i, Shard("generated", "generated", start=16 * i, stop=16 * (i + 1), generator=(0, 64, 0)))
+    shards = [(i, GeneratedShard("generated", start=16 * i, stop=16 * (i + 1), generator=(0, 64, 0)))
               for i in range(4)]
     runner = ProcessShards(WorkerSetup((tiny_spec,), (), EngineOptions(isolate=False), records_task), 2)
     runner.start()

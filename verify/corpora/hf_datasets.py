@@ -22,15 +22,45 @@ record, as in every other source.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Iterator
 
 from verify.corpora import files
-from verify.corpora.shards import hf_label
+from verify.corpora.shards import Shard
+from verify.corpora.source import Source
 from verify.errors import ConfigError, CorpusError
 from verify.sample import BadRecord, Sample
 
 BATCH_ROWS = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class HfShard(Shard):
+    """Stream shard (or Arrow file) ``index`` of ``count`` of a dataset's split. The document
+    keeps them as ``extra`` ``shard`` and ``shards``, with ``config``, ``split`` and ``saved``."""
+
+    kind = "hf"
+    path: str  # the dataset: a hub name or an absolute path
+    text_field: str = "text"
+    id_field: str = "id"
+    config: str | None
+    split: str
+    saved: bool
+    count: int = field(metadata={"key": "shards"})
+    index: int = field(metadata={"key": "shard"})
+
+    @property
+    def label(self) -> str:
+        """``hf:NAME/CONFIG/SPLIT``: what sample ids without an id field start with."""
+        return f"hf:{self.path}/{self.config or 'default'}/{self.split}"
+
+    @property
+    def base_id(self) -> str:
+        return f"{self.label}/shard-{self.index}-of-{self.count}"
+
+    def read(self) -> Iterator[Sample | BadRecord]:
+        return read_hf_shard(self)
 
 
 def parse(value: str) -> tuple[str, str | None, str | None]:
@@ -86,10 +116,7 @@ def shard_count(dataset, saved: bool) -> int:
     return max(1, len(dataset.cache_files)) if saved else max(1, int(dataset.n_shards))
 
 
-def hf_source(value: str, text_field: str, id_field: str, name: str | None = None):
-    from verify.corpora.shards import Shard
-    from verify.corpora.source import Source
-
+def hf_source(value: str, text_field: str, id_field: str, name: str | None = None) -> Source:
     path, config, split = parse(value)
     saved = is_saved(path)
     try:
@@ -102,9 +129,8 @@ def hf_source(value: str, text_field: str, id_field: str, name: str | None = Non
     if columns and text_field not in columns:
         raise CorpusError(f"{value}: no column '{text_field}' (columns: {', '.join(columns)}; use --text-field)")
     count = shard_count(dataset, saved)
-    extra = {"config": config, "split": split, "saved": saved, "shards": count}
-    shards = [Shard(name or value, "hf", path=path, text_field=text_field, id_field=id_field,
-                    extra={**extra, "shard": i}) for i in range(count)]
+    shards = [HfShard(name or value, path=path, text_field=text_field, id_field=id_field, config=config,
+                      split=split, saved=saved, count=count, index=i) for i in range(count)]
     description: dict[str, Any] = {"kind": "hf", "dataset": path, "config": config or "default", "split": split,
                                    "mode": "saved" if saved else "streaming", "text_field": text_field,
                                    "id_field": id_field}
@@ -113,17 +139,12 @@ def hf_source(value: str, text_field: str, id_field: str, name: str | None = Non
     return Source(name or value, description, shards)
 
 
-def _label(shard) -> str:
-    return hf_label(shard)
-
-
-def read_hf_shard(shard) -> Iterator[Sample | BadRecord]:
-    extra = shard.extra
-    index, count, saved = extra["shard"], extra["shards"], extra["saved"]
-    prefix = f"{_label(shard)}#" if saved else f"{_label(shard)}/shard-{index}#"
+def read_hf_shard(shard: HfShard) -> Iterator[Sample | BadRecord]:
+    index, count, saved = shard.index, shard.count, shard.saved
+    prefix = f"{shard.label}#" if saved else f"{shard.label}/shard-{index}#"
     row = 0
     try:
-        dataset, _ = load_split(shard.path, extra.get("config"), extra["split"], saved)
+        dataset, _ = load_split(shard.path, shard.config, shard.split, saved)
         part = dataset.shard(count, index, contiguous=True)
         if saved:  # ids count the whole split: this shard starts after the ones before it
             row = sum(len(dataset.shard(count, j, contiguous=True)) for j in range(index))

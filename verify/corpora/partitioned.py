@@ -22,7 +22,7 @@ Partition fields are every ``key=value`` folder (hive style, parsed by ``pyarrow
 hive partitioning) plus every ``{name}`` the matching pattern captured. ``where``
 (``--where quality=high``, values ``a,b`` for either) keeps the matching files at listing
 time (a ``pyarrow.compute`` mask over the fields); each shard carries its file's fields in
-``Shard.extra``. No data file is opened to list or select.
+its ``partition`` (``verify.corpora.shards.PathShard``). No data file is opened to list or select.
 """
 
 from __future__ import annotations
@@ -294,7 +294,7 @@ def partitioned_source(name: str, table: dict[str, Any], *, root: str | None, wh
             names, _ = files.parquet_row_groups(first, text)
             chosen_id = next((c for c in ids if c in names), ids[0])
     shards = [s for path, size, fields in paths
-              for s in file_shards(name, path, text, chosen_id, size=size, extra=fields)]
+              for s in file_shards(name, path, text, chosen_id, size=size, partition=fields)]
     description = {"kind": "partitioned", "root": str(base), "layout": layout.name, "listing": how,
                    "files": len(kept), "files_listed": len(listed), "fields": known,
                    "where": dict(sorted((where or {}).items())), "text_field": text, "id_field": chosen_id}

@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from dataclasses import dataclass
-from typing import Any
 
 from verify.engine_spec import EngineSpec
 from verify.errors import EngineUnavailableError

@@ -55,11 +55,10 @@ class WorkerSetup:
     def run(self, index: int, shard: "Shard", executors: list, context: "TaskContext") -> "ShardResult":
         if self.task is None:
             raise VerifyError("this run has no shard task")
-        from verify.corpora.shards import READERS
         from verify.rundir.status import watched
 
         # a shard that is no corpus shows its progress through the samples its task sends
-        return self.task(index, shard, watched(executors, shard.id, counted=shard.kind in READERS), context)
+        return self.task(index, shard, watched(executors, shard.id, counted=shard.has_records), context)
 
 
 @dataclass

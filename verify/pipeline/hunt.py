@@ -10,11 +10,11 @@ Every command that sends inputs through engines is a ``Hunt`` run by the one dri
         def finish(self, out, plan, store, markers) -> dict: ...   # reads committed shards; the hunt's reports
 
 So every hunt gets the same ``--workers N``, ``--executor ray``, ``--resume --out OUT``,
-live status, per-shard commit and ``verify triage OUT``. A hunt's shards are plain
-``verify.corpora.shards.Shard`` descriptors (a kind and fields in ``extra``), so they
-pickle to workers and Ray actors and are saved in ``OUT/plan.json``; everything a
-shard gives must follow from its descriptor and the plan's ``options`` (deterministic,
-so 1, 2 or 3 workers and a resumed run give the same findings).
+live status, per-shard commit and ``verify triage OUT``. A hunt's shards are
+``verify.corpora.shards.HuntShard`` values, one small class per hunt in the hunt's module
+with its typed fields, so they pickle to workers and Ray actors and are saved in
+``OUT/plan.json``; everything a shard gives must follow from its fields and the plan's
+``options`` (deterministic, so 1, 2 or 3 workers and a resumed run give the same findings).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from verify.batches import batched, encode_all
 from verify.fresh_check import FreshCheck
 from verify.comparison import CachedTokenBytes, Side, compare_batch
 from verify.corpora.shards import Shard
+from verify.corpora.traces.sources import SessionShard
 from verify.counts import Counts
 from verify.keys import ids_digest, input_digest
 from verify.outcome import Failure, Recorded, is_ids
@@ -99,7 +100,7 @@ def records_task(index: int, shard: Shard, executors: Sequence, context) -> Shar
     size, ``--strict``, the worker's ledger and, in its params (the plan's options), the
     ledger audit's rate and seed."""
     setup = context.setup
-    if shard.kind in ("traces", "agent"):
+    if isinstance(shard, SessionShard):
         return run_session_shard(index, shard, executors, strict=setup.strict, worker=context.worker)
     from verify.ledger import DEFAULT_AUDIT_RATE
 

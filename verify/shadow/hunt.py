@@ -28,6 +28,7 @@ from verify.pipeline.hunt import Hunt, HuntPlan
 from verify.shadow.compare import mapping_from_json, mapping_to_json
 from verify.shadow.run import shadow_shard
 from verify.shadow.schema import SCHEMA
+from verify.shadow.source import shadow_source
 
 
 class ShadowHunt(Hunt):
@@ -59,7 +60,6 @@ class ShadowHunt(Hunt):
 
     def source(self):
         """The shadow files as shards (a missing file fails here, before any engine starts)."""
-        from verify.shadow.source import shadow_source
         from verify.errors import UsageError
 
         if not self.files or not self.reference:

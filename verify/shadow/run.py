@@ -37,6 +37,7 @@ from verify.sample import BadRecord, Sample
 from verify.shadow.compare import Item, ReplayEngines, ShadowComparer, mapping_from_json
 from verify.shadow.redact import redact_record
 from verify.shadow.schema import ShadowRecord, ShadowSession
+from verify.shadow.source import ShadowShard
 
 POOL_KEY = "shadow-replay-pool"
 
@@ -83,7 +84,7 @@ def _worker_pool(context):
     return pool
 
 
-def shadow_shard(index: int, shard, executors: list, context) -> ShardResult:
+def shadow_shard(index: int, shard: ShadowShard, executors: list, context) -> ShardResult:
     """The hunt's task: every record of one shadow file (see the module docstring)."""
     started = time.monotonic()
     params = context.params

@@ -1,7 +1,7 @@
 """Shadow files as shards: ``verify shadow FILE.jsonl|FILE.parquet ...``.
 
-    shadow_source(values) -> Source       one shard (kind ``shadow``) per file
-    read_shadow_shard(shard)              its records, in file order:
+    shadow_source(values) -> Source       one ``ShadowShard`` (kind ``shadow``) per file
+    ShadowShard.read()                    its records, in file order:
                                           ShadowRecord | BadRecord, then ShadowSession
 
 Each value is a file, a directory (every ``.jsonl``/``.ndjson``/``.parquet`` file under
@@ -17,6 +17,7 @@ transcript cannot be rebuilt), while the turns before the gap are still replayed
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Iterator
 
 from verify.corpora import files
@@ -26,8 +27,24 @@ from verify.errors import CorpusError, one_line
 from verify.sample import BadRecord
 from verify.shadow.schema import SCHEMA, ShadowRecord, ShadowSession, parse_record
 
-SHADOW_KIND = "shadow"
 PARQUET_BATCH_ROWS = 1024
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShadowShard(Shard):
+    """One shadow file; ``format`` ``jsonl`` or ``parquet``. Its id is its path (as every shard
+    kind defined outside ``verify.corpora``: ``verify.corpora.shards.UnloadedShard``)."""
+
+    kind = "shadow"
+    path: str
+    format: str | None = None
+
+    @property
+    def base_id(self) -> str:
+        return self.path
+
+    def read(self) -> Iterator[ShadowRecord | BadRecord | ShadowSession]:
+        return read_shadow_shard(self)
 
 
 def _format(path) -> str | None:
@@ -47,14 +64,14 @@ def shadow_source(values: list[str]) -> Source:
         if not usable:
             raise CorpusError(f"{value}: no shadow files (.jsonl, .ndjson, .parquet; {SCHEMA})")
         for path in usable:
-            shards.append(Shard(value, SHADOW_KIND, path=str(path), extra={"format": _format(path)}))
+            shards.append(ShadowShard(value, path=str(path), format=_format(path)))
             listed.append(str(path))
     return Source(", ".join(values), {"kind": "shadow", "schema": SCHEMA, "files": listed}, shards)
 
 
-def read_shadow_shard(shard: Shard) -> Iterator[ShadowRecord | BadRecord | ShadowSession]:
+def read_shadow_shard(shard: ShadowShard) -> Iterator[ShadowRecord | BadRecord | ShadowSession]:
     path = shard.path
-    rows = _parquet_rows(path) if shard.extra.get("format") == "parquet" else _jsonl_rows(path)
+    rows = _parquet_rows(path) if shard.format == "parquet" else _jsonl_rows(path)
     sessions: dict[str, list[ShadowRecord]] = {}
     for record in rows:
         if isinstance(record, ShadowRecord) and record.session_id is not None:

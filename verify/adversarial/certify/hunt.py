@@ -24,6 +24,7 @@ equal); ``differ`` when a candidate differed or failed; ``incomplete`` otherwise
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,7 +34,7 @@ from verify import atomic
 from verify.adversarial.certify.space import MAX_K, Space
 from verify.batches import pipelined
 from verify.comparison import CachedTokenBytes, Side, compare_batch
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.fresh_check import FreshCheck
@@ -59,12 +60,20 @@ STRINGS_PER_SECOND = 20_000
 PREMISES = ("unicode", "vocab-sweep", "length")
 
 
-def certify_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
-    """The task: the atom strings ``shard.start..shard.stop-1`` of length ``shard.extra["length"]``."""
+@dataclass(frozen=True, kw_only=True)
+class CertifyShard(HuntShard):
+    """Atom strings ``start`` to ``stop - 1`` of length ``length``; label ``certify:LN[a:b]``."""
+
+    kind = SHARD_KIND
+    length: int
+
+
+def certify_shard(index: int, shard: CertifyShard, executors: list, context) -> ShardResult:
+    """The task: the atom strings ``shard.start..shard.stop-1`` of length ``shard.length``."""
     started = time.monotonic()
     params = context.params
     space = Space(tuple(tuple(r) for r in params["representatives"]), params["k"])
-    length = shard.extra["length"]
+    length = shard.length
 
     def batches():
         batch: list[Sample] = []
@@ -105,7 +114,7 @@ def certify_shard(index: int, shard: Shard, executors: list, context) -> ShardRe
     return result
 
 
-def plan_shards(space: Space, shard_strings: int = SHARD_STRINGS) -> list[Shard]:
+def plan_shards(space: Space, shard_strings: int = SHARD_STRINGS) -> list[CertifyShard]:
     shards = []
     for length in range(1, space.k + 1):
         atom_strings = space.atom_strings(length)
@@ -113,8 +122,7 @@ def plan_shards(space: Space, shard_strings: int = SHARD_STRINGS) -> list[Shard]
         step = max(1, shard_strings // per)
         for a in range(0, atom_strings, step):
             b = min(a + step, atom_strings)
-            shards.append(Shard(SOURCE, SHARD_KIND, path=f"certify:L{length}[{a}:{b}]", start=a, stop=b,
-                                extra={"length": length}))
+            shards.append(CertifyShard(SOURCE, label=f"certify:L{length}[{a}:{b}]", start=a, stop=b, length=length))
     return shards
 
 

@@ -31,10 +31,11 @@ manifest's ``check`` section. A corpus that gave no sample is a ``CorpusError``
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard, Shard, apply_limit
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
@@ -48,6 +49,14 @@ REPORT_SCHEMA = "verify.check/1"
 # options a resume takes from the saved plan when the caller leaves them unsaid (None)
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "checks", "roundtrip", "stress_budget_s",
                  "reference", "stress_phases")
+
+
+@dataclass(frozen=True, kw_only=True)
+class StressShard(HuntShard):
+    """One phase of the stress check (``batches``, ``thresholds``, ...); label ``stress:PHASE``."""
+
+    kind = STRESS_KIND
+    phase: str
 
 
 class ResultWriter:
@@ -89,7 +98,7 @@ def check_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     warmed_key = ("check-warmed", fresh.spec)
     restarts = warm.restarts
-    phase = shard.extra.get("phase") if shard.kind == STRESS_KIND else None
+    phase = shard.phase if isinstance(shard, StressShard) else None
     batches = started_specs.get(plan.get("stress_batch") or "") if phase in ("batches", "families") else None
     checker = MetamorphicChecker(batches or fresh, warm, ResultWriter(result), source=shard.source,
                                  checks=params["checks"], threads=params["threads"], roundtrip=params["roundtrip"],
@@ -188,7 +197,6 @@ class CheckHunt(Hunt):
 
     def plan(self) -> HuntPlan:
         from verify.corpora import open_corpus
-        from verify.corpora.shards import apply_limit
 
         if not self.engine:
             raise UsageError("verify check needs --engine SPEC")
@@ -200,7 +208,7 @@ class CheckHunt(Hunt):
             shards.extend(apply_limit(source.shards(), options["limit"]))
             sources.append(source.describe())
         if "stress" in options["checks"]:
-            shards += [Shard("stress", STRESS_KIND, path=f"stress:{phase}", extra={"phase": phase})
+            shards += [StressShard("stress", label=f"stress:{phase}", phase=phase)
                        for phase in options["stress_phases"]]
         specs = entry_point_specs(options["entry_points"])
         optional = list(specs)

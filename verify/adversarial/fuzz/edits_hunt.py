@@ -4,7 +4,7 @@
 The shards are candidate x seed-slice: each candidate's N examples are cut into slices of
 ``EXAMPLES_PER_SLICE``, each searched by hypothesis from its own seed -- the first slice from
 ``--seed`` itself (so ``--edits N`` up to one slice searches exactly as before), slice ``i``
-from ``slice_seed(seed, i)`` -- so what a shard finds follows from its descriptor alone. A
+from ``slice_seed(seed, i)`` -- so what a shard finds follows from its fields alone (``EditsShard``). A
 slice stops at its first counterexample and shrinks it: one finding per slice at most,
 committed as a record (a session finding that triage shrinks to a (prefix, append) pair).
 Every edit script tried is one sample: diverged when it is the slice's counterexample, else
@@ -16,10 +16,11 @@ The reference encodes each transcript; a candidate without sessions is a ``Usage
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
@@ -31,6 +32,16 @@ SLICE_BUDGET_S = 120.0  # a cap on one slice's search (it stops early only when 
 SOURCE = "edits"
 
 
+@dataclass(frozen=True, kw_only=True)
+class EditsShard(HuntShard):
+    """Examples ``start`` to ``stop - 1`` of ``candidate``'s edit-script search, searched from
+    hypothesis seed ``seed``; label ``edits:SPEC#SLICE``."""
+
+    kind = "edits"
+    candidate: str
+    seed: int
+
+
 def slice_seed(seed: int, index: int) -> int:
     """The hypothesis seed of slice ``index``: ``seed`` itself for the first slice."""
     if index == 0:
@@ -38,19 +49,19 @@ def slice_seed(seed: int, index: int) -> int:
     return int.from_bytes(hashlib.sha256(f"edits:{seed}:{index}".encode()).digest()[:8], "big")
 
 
-def edits_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+def edits_shard(index: int, shard: EditsShard, executors: list, context) -> ShardResult:
     """The task: one seed-slice of the edit-script search against one candidate."""
     from verify.adversarial.checks.hunt import ResultWriter
     from verify.adversarial.fuzz.sessions import fuzz_sessions
 
     reference = executors[0]
-    spec = shard.extra["candidate"]
+    spec = shard.candidate
     (candidate,) = [ex for ex in executors[1:] if ex.spec == spec]
     if not candidate.capabilities.sessions:
         raise UsageError(f"{spec} has no sessions: --edits needs a stateful engine")
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     found = fuzz_sessions(reference, candidate, ResultWriter(result), max_examples=shard.stop - shard.start,
-                          seed=shard.extra["seed"], budget_s=context.params["slice_budget_s"], source=SOURCE)
+                          seed=shard.seed, budget_s=context.params["slice_budget_s"], source=SOURCE)
     counts = result.counts
     n_found = len(found.findings)
     counts.samples = found.examples  # one edit script = one sample
@@ -59,7 +70,7 @@ def edits_shard(index: int, shard: Shard, executors: list, context) -> ShardResu
     counts.states["verified"] = found.examples - n_found
     counts.engine(spec).update(verified=found.examples - n_found, diverged=n_found)
     result.seconds = found.seconds
-    result.extra = {"candidate": spec, "seed": shard.extra["seed"], "examples": found.examples,
+    result.extra = {"candidate": spec, "seed": shard.seed, "examples": found.examples,
                     "findings": n_found, "seconds": round(found.seconds, 3), "capped": found.capped}
     return result
 
@@ -94,8 +105,8 @@ class EditsHunt(Hunt):
         for spec in self.engines:
             for i, start in enumerate(range(0, self.examples, self.per_slice)):
                 stop = min(start + self.per_slice, self.examples)
-                shards.append(Shard(SOURCE, "edits", path=f"edits:{spec}#{i}", start=start, stop=stop,
-                                    extra={"candidate": spec, "seed": slice_seed(seed, i)}))
+                shards.append(EditsShard(SOURCE, label=f"edits:{spec}#{i}", start=start, stop=stop, candidate=spec,
+                                         seed=slice_seed(seed, i)))
         options = {"examples": self.examples, "seed": seed, "examples_per_slice": self.per_slice,
                    "slice_budget_s": SLICE_BUDGET_S, "timeout_s": self.job.engine.timeout_s,
                    "memory_limit_mb": self.job.engine.memory_limit_mb}

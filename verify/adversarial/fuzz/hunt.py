@@ -8,12 +8,14 @@ a strategy x seed x budget, through the reference and every candidate.
                 from the worker's imported modules (``without_local_constants``).
   stress shard  ``stress_phase.StressPhase`` over the big batches, or over one chunking threshold.
 
-Everything a shard gives follows from its descriptor and ``plan.options`` (``context.params``):
-seeds, examples, the allowlist and tag rules. A shard that hit its time cap, or the shrink
-limit, says so (``extra["capped"]``). Hypothesis' example database is read as it was when the
-run started (``shard_database``): the shard's own saves and deletes travel in its extra and the
-hunt's ``finish`` writes them, so 1 or N workers, and a resume after ``kill -9``, replay the same
-examples. The extra also carries the shard's rounds (or stress report) and its cluster book.
+A shard is a ``FuzzSearchShard`` or a ``FuzzStressShard`` (one kind, ``fuzz``, for both: its
+document's ``extra["phase"]`` says which). Everything a shard gives follows from its fields and
+``plan.options`` (``context.params``): seeds, examples, the allowlist and tag rules. A shard that
+hit its time cap, or the shrink limit, says so (its result's ``extra["capped"]``). Hypothesis'
+example database is read as it was when the run started (``shard_database``): the shard's own
+saves and deletes travel in its extra and the hunt's ``finish`` writes them, so 1 or N workers,
+and a resume after ``kill -9``, replay the same examples. The extra also carries the shard's
+rounds (or stress report) and its cluster book.
 """
 
 from __future__ import annotations
@@ -24,11 +26,11 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from verify.adversarial.fuzz.hypothesis_internals import (key_examples_by, seed_keeping_database,
                                                        without_local_constants)
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard, Shard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.rundir.result import ShardResult
@@ -45,6 +47,51 @@ SHARD_EXAMPLES = 1000  # at most this many examples per search shard: more seeds
 MAX_EXAMPLES = 10**6  # --max-examples' ceiling: about 1,000 search shards (each one's overhead adds up)
 MAX_FINDINGS = 10**9
 MAX_SEED = 2**64 - 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class FuzzShard(HuntShard):
+    """A fuzz shard, run for at most ``cap_s`` seconds: a search or a stress phase."""
+
+    kind = "fuzz"
+    phase: ClassVar[str] = ""
+    cap_s: float
+
+    def _extra(self) -> dict[str, Any]:
+        return {"phase": self.phase, **super()._extra()}
+
+    @classmethod
+    def _load(cls, doc: dict[str, Any], extra: dict[str, Any]) -> Shard:
+        phases = {c.phase: c for c in (FuzzSearchShard, FuzzStressShard)}
+        if extra.get("phase") not in phases:
+            raise ValueError(f"a fuzz shard's phase is one of {', '.join(phases)}, not {extra.get('phase')!r}")
+        return super(FuzzShard, phases[extra["phase"]])._load(doc, extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FuzzSearchShard(FuzzShard):
+    """A hypothesis search of strategy family ``family`` (its ``k``-th seed, ``seed``), for at
+    most ``examples`` examples; label ``fuzz:FAMILY#K``."""
+
+    phase: ClassVar[str] = "search"
+    family: str
+    k: int
+    seed: int
+    examples: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class FuzzStressShard(FuzzShard):
+    """A stress phase: big batches of ``batch_sizes``, or inputs cut at ``cuts``, in ``shape``
+    (``serving``, ``families``, ``state``); label ``fuzz-stress:LABEL``."""
+
+    phase: ClassVar[str] = "stress"
+    batch_sizes: tuple[int, ...] = ()
+    cuts: tuple[int, ...] = ()
+    shape: str = "serving"
+
+    def __post_init__(self) -> None:
+        self._tuples("batch_sizes", "cuts")
 
 
 class Divergence(Exception):
@@ -190,7 +237,7 @@ def apply_database_changes(path: Path, changes: dict[str, list[list[str]]]) -> N
 
 # --- one search shard -----------------------------------------------------------------
 
-def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book, causes, write,
+def run_search(shard: FuzzSearchShard, params: dict[str, Any], reference, pool: list, book, causes, write,
                counts: Counts, deadline: float) -> dict[str, Any]:
     """Today's round loop, over one strategy family with the shard's seed and examples. A round
     is one hypothesis run; it ends at the first example with a new cluster, which is shrunk and
@@ -203,13 +250,13 @@ def run_search(shard: Shard, params: dict[str, Any], reference, pool: list, book
     from verify.comparison import CachedTokenBytes, Side, compare_batch
     from verify.sample import Sample
 
-    family, k, seed = shard.extra["family"], shard.extra["k"], shard.extra["seed"]
+    family, k, seed = shard.family, shard.k, shard.seed
     max_findings, long_max = params["max_findings"], params["long_max"]
     special = all(ex.capabilities.special_tokens for ex in [reference, *pool])
     documents = strategies.document_segments(special=special, long_max=long_max, family=family)
     database = shard_database(params.get("database"))
     rounds: list[Round] = []
-    examples_left = shard.extra["examples"]
+    examples_left = shard.examples
     capped = False
 
     def compare(sample, active) -> list:
@@ -337,7 +384,7 @@ def rules_of(params: dict[str, Any]) -> tuple:
     return allowlist, tags
 
 
-def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+def fuzz_shard(index: int, shard: FuzzShard, executors: list, context) -> ShardResult:
     """The task: one search or stress shard through the reference (``executors[0]``) and every
     candidate, with its own cluster book. The findings it writes are the first of each cluster
     new to this shard; ``FuzzHunt.keep`` keeps one per cluster across shards."""
@@ -367,16 +414,16 @@ def fuzz_shard(index: int, shard: Shard, executors: list, context) -> ShardResul
         book.add(finding, record, source, cause, key)
         return record
 
-    deadline = started + shard.extra["cap_s"]
-    if shard.extra["phase"] == "search":
+    deadline = started + shard.cap_s
+    if isinstance(shard, FuzzSearchShard):
         extra = run_search(shard, params, reference, pool, book, causes, write, result.counts, deadline)
     else:
-        phase = StressPhase(reference, book, write, result.counts, max_findings, cuts=tuple(shard.extra["cuts"]),
-                            batch_sizes=tuple(shard.extra["batch_sizes"]), cause=causes.cause, fold=causes.fold,
-                            batch_executors=batch_executors, shape=shard.extra.get("shape", "serving"))
+        phase = StressPhase(reference, book, write, result.counts, max_findings, cuts=shard.cuts,
+                            batch_sizes=shard.batch_sizes, cause=causes.cause, fold=causes.fold,
+                            batch_executors=batch_executors, shape=shard.shape)
         phase.run(pool, deadline)
         extra = {"stress": phase.report, "capped": phase.report["capped"]}
-    result.extra = {"phase": shard.extra["phase"], "cap_s": shard.extra["cap_s"], **extra, "book": book.to_json(),
+    result.extra = {"phase": shard.phase, "cap_s": shard.cap_s, **extra, "book": book.to_json(),
                     "fresh": fresh.as_dict()}
     result.seconds = time.monotonic() - started
     return result

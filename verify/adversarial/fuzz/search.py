@@ -63,10 +63,9 @@ from typing import Any, Sequence
 
 from verify.adversarial.fuzz.hunt import (DEFAULT_BUDGET_S, DEFAULT_DATABASE, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS,
                                           EXAMPLES_ENV, SHARD_EXAMPLES, SHRINK_S, SOURCE, STRESS_SHARE, Divergence,
-                                          Round, apply_database_changes, check_options, default_examples, fuzz_shard,
-                                          resolve_database, shard_seed)
+                                          FuzzSearchShard, FuzzStressShard, Round, apply_database_changes,
+                                          check_options, default_examples, fuzz_shard, resolve_database, shard_seed)
 from verify.allowlist import Allowlist
-from verify.corpora.shards import Shard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
@@ -158,12 +157,11 @@ class FuzzHunt(Hunt):
                        [(f"cut-{cut}", [], [cut]) for cut in cuts] + [("families", [], []), ("state", [], [])]
         caps = {"search": round(budget_s * ((1 - STRESS_SHARE) if stressed else 1) / len(search), 6),
                 "stress": round(budget_s * STRESS_SHARE / len(stressed), 6) if stressed else 0.0}
-        shards = [Shard(SOURCE, "fuzz", path=f"fuzz:{family}#{k}", start=k, stop=n,
-                        extra={"phase": "search", "family": family, "k": k, "seed": shard_seed(self.seed, family, k),
-                               "examples": n, "cap_s": caps["search"]}) for family, k, n in search]
-        shards += [Shard("fuzz-stress", "fuzz", path=f"fuzz-stress:{label}",
-                         extra={"phase": "stress", "batch_sizes": sizes, "cuts": at, "cap_s": caps["stress"],
-                                "shape": label if label in ("families", "state") else "serving"})
+        shards = [FuzzSearchShard(SOURCE, label=f"fuzz:{family}#{k}", start=k, stop=n, family=family, k=k,
+                                  seed=shard_seed(self.seed, family, k), examples=n, cap_s=caps["search"])
+                  for family, k, n in search]
+        shards += [FuzzStressShard("fuzz-stress", label=f"fuzz-stress:{label}", batch_sizes=sizes, cuts=at,
+                                   cap_s=caps["stress"], shape=label if label in ("families", "state") else "serving")
                    for label, sizes, at in stressed]
         options = {"max_examples": max_examples, "budget_s": budget_s, "seed": self.seed,
                    "max_findings": max_findings, "stress": stress, "stress_cuts": cuts, "long_max": long_max,

@@ -13,11 +13,12 @@ section. Findings go through the usual records, triage and reports.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verify import atomic
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
@@ -32,14 +33,25 @@ KINDS = ("run", "block", "separator", "token", "special")
 GROUP_SIZE = 12  # families per shard: a threshold is probed once per shard
 
 
-def length_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+@dataclass(frozen=True, kw_only=True)
+class LengthShard(HuntShard):
+    """A group of probe families (``Family.as_dict()`` each); label ``length:FIRST..LAST``."""
+
+    kind = "length"
+    families: tuple[dict[str, Any], ...] = field(hash=False)
+
+    def __post_init__(self) -> None:
+        self._tuples("families")
+
+
+def length_shard(index: int, shard: LengthShard, executors: list, context) -> ShardResult:
     from verify.adversarial.length.families import Family
     from verify.adversarial.length.search import search_group
     from verify.counts import Counts
     from verify.fresh_check import FreshCheck
 
     started = time.monotonic()
-    families = [Family.from_dict(doc) for doc in shard.extra["families"]]
+    families = [Family.from_dict(doc) for doc in shard.families]
     fresh = FreshCheck(executors)
     found = search_group(families, executors, max_chars=context.params["max_chars"], fresh=fresh)
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
@@ -94,8 +106,8 @@ class LengthHunt(Hunt):
                 raise UsageError(f"--family: no family {', '.join(unknown)} (e.g. {', '.join(f.name for f in chosen[:5])})")
             chosen = [f for f in chosen if f.name in self.only]
         groups = [chosen[i:i + GROUP_SIZE] for i in range(0, len(chosen), GROUP_SIZE)]
-        shards = [Shard("length", "length", path=f"length:{g[0].name}..{g[-1].name}",
-                        extra={"families": [f.as_dict() for f in g]}) for g in groups]
+        shards = [LengthShard("length", label=f"length:{g[0].name}..{g[-1].name}", families=[f.as_dict() for f in g])
+                  for g in groups]
         options = {"max_chars": self.max_chars, "kinds": self.kinds, "families": self.only,
                    "timeout_s": self.job.engine.timeout_s, "memory_limit_mb": self.job.engine.memory_limit_mb}
         source = {"name": "length families", "kind": "length", "families": len(chosen), "max_chars": self.max_chars,
@@ -132,5 +144,5 @@ def length_report(plan, store, markers) -> dict[str, Any]:
         doc["thresholds"] = [{"length": n, "cut": n - 1, "families": sorted(names)}
                              for n, names in sorted(thresholds.items())]
     return {"schema": LENGTH_SCHEMA, "reference": plan.reference, "max_chars": plan.options["max_chars"],
-            "families_swept": swept, "families_planned": sum(len(s.extra["families"]) for s in plan.shards),
+            "families_swept": swept, "families_planned": sum(len(s.families) for s in plan.shards),
             "candidates": per}

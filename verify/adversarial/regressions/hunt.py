@@ -21,10 +21,11 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
@@ -32,6 +33,18 @@ from verify.rundir.result import ShardResult
 CASES_PER_SHARD = 8
 REPORT_FILE = "recheck.json"
 REPORT_SCHEMA = "verify.recheck/1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecheckShard(HuntShard):
+    """Cases ``start`` to ``stop - 1`` of the case folder, each ``{"path": ..., "doc": ...}`` (the
+    case file's document as read when the run was planned); label ``recheck:cases[a:b]``."""
+
+    kind = "recheck"
+    cases: tuple[dict[str, Any], ...] = field(hash=False)
+
+    def __post_init__(self) -> None:
+        self._tuples("cases")
 
 
 def verdict(result, allow_unavailable: bool) -> str:
@@ -71,7 +84,7 @@ def label(doc: dict[str, Any]) -> str:
     return doc["status"]
 
 
-def recheck_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+def recheck_shard(index: int, shard: RecheckShard, executors: list, context) -> ShardResult:
     """The task: replay the shard's cases with the engines this worker started."""
     from verify.adversarial.regressions.cases import parse_case, replay
     from verify.comparison import sample_size
@@ -81,7 +94,7 @@ def recheck_shard(index: int, shard: Shard, executors: list, context) -> ShardRe
     by_spec = {ex.spec: ex for ex in executors}
     counts = Counts()
     results = []
-    for item in shard.extra["cases"]:
+    for item in shard.cases:
         case = parse_case(Path(item["path"]), item["doc"])
         # an engine that did not load: why is in plan.not_loaded, which finish reads ("missing")
         reference, engine = by_spec.get(case.reference, ""), by_spec.get(case.engine, "")
@@ -104,7 +117,7 @@ def recheck_shard(index: int, shard: Shard, executors: list, context) -> ShardRe
 
 def shared_reference(plan) -> str:
     """The cases' one reference, if they share it (the manifest's reference), else ""."""
-    references = {item["doc"]["reference"] for shard in plan.shards for item in shard.extra["cases"]}
+    references = {item["doc"]["reference"] for shard in plan.shards for item in shard.cases}
     return references.pop() if len(references) == 1 else ""
 
 
@@ -132,8 +145,8 @@ class RecheckHunt(Hunt):
         shards = []
         for start in range(0, len(items), self.per_shard):
             group = items[start:start + self.per_shard]
-            shards.append(Shard("regression-cases", "recheck", path=f"recheck:cases[{start}:{start + len(group)}]",
-                                start=start, stop=start + len(group), extra={"cases": group}))
+            shards.append(RecheckShard("regression-cases", label=f"recheck:cases[{start}:{start + len(group)}]",
+                                       start=start, stop=start + len(group), cases=group))
         options = {"allow_unavailable": self.allow_unavailable, "cases": len(items), "cases_sha256": digest,
                    "cases_per_shard": self.per_shard, "timeout_s": self.job.engine.timeout_s,
                    "memory_limit_mb": self.job.engine.memory_limit_mb}

@@ -15,13 +15,14 @@ where it mismatched (or only its pack did), else ``verified``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from verify.adversarial.unicode.contexts import MAX_CP, code_points
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
@@ -30,6 +31,13 @@ from verify.rundir.result import ShardResult
 SHARD_CODE_POINTS = 1 << 15  # 34 shards over the whole range
 MAX_SHARDS = 4096  # --shard-code-points may cut the range into at most this many shards
 BATCH_CODE_POINTS = 4096  # code points per engine call
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnicodeShard(HuntShard):
+    """Code points ``start`` to ``stop - 1`` (label ``unicode:U+0000..U+7FFF``)."""
+
+    kind = "unicode"
 
 
 def _mask(ranges: list[list[int]]) -> np.ndarray:
@@ -69,7 +77,7 @@ def _probes(context, reference_spec: str):
     return cache[key]
 
 
-def unicode_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+def unicode_shard(index: int, shard: UnicodeShard, executors: list, context) -> ShardResult:
     """The task: one code-point range through the reference (``executors[0]``) and every candidate."""
     from verify.adversarial.unicode.attribution import declared_version
     from verify.adversarial.unicode.sweep import scan_range
@@ -141,8 +149,8 @@ class UnicodeHunt(Hunt):
         candidates, swept_in = expand_candidates(self.reference, self.requested)
         if self.reference in candidates:
             raise UsageError(f"'{self.reference}' is both the reference and a candidate")
-        shards = [Shard("unicode", "unicode", path=f"unicode:U+{a:04X}..U+{min(a + self.shard_size, self.stop) - 1:04X}",
-                        start=a, stop=min(a + self.shard_size, self.stop))
+        shards = [UnicodeShard("unicode", label=f"unicode:U+{a:04X}..U+{min(a + self.shard_size, self.stop) - 1:04X}",
+                               start=a, stop=min(a + self.shard_size, self.stop))
                   for a in range(self.start, self.stop, self.shard_size)]
         options = {"start": self.start, "stop": self.stop, "shard_code_points": self.shard_size, "pack": self.pack,
                    "packing": self.packing, "batch": BATCH_CODE_POINTS, "timeout_s": self.job.engine.timeout_s,

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from verify.adversarial.vocab.sweep import (DEFAULT_BATCH, DEFAULT_MAX_FINDINGS, DEFAULT_PAIRS, FOLLOWERS, PARTS,
                                             PairDraws, PartStats, SweepPlan, near_misses, pair_draws, part_samples,
                                             sweep_samples)
-from verify.corpora.shards import Shard
+from verify.corpora.shards import HuntShard
 from verify.errors import UsageError, VocabError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.fresh_check import FreshCheck
@@ -39,6 +39,15 @@ MAX_PAIRS = 1000  # --pairs' ceiling
 # Samples per token a pairs shard plans for: the random partners and about this many class partners.
 CLASS_PARTNERS = round(sum(map(len, FOLLOWERS.values())) / len(FOLLOWERS))
 SPECIAL_VARIANTS = 2 * len(near_misses("<|x|>")) + 5  # samples per added token, about
+
+
+@dataclass(frozen=True, kw_only=True)
+class VocabShard(HuntShard):
+    """Positions ``start`` to ``stop - 1`` of one ``part`` of the sweep (``tokens``, ``pairs``,
+    ``special``); label ``vocab:PART[a:b]``."""
+
+    kind = SHARD_KIND
+    part: str
 
 
 def vocabulary_digest(vocab) -> str:
@@ -53,7 +62,7 @@ def vocabulary_digest(vocab) -> str:
     return h.hexdigest()
 
 
-def plan_shards(plan: SweepPlan, parts: list[str], shard_samples: int = SHARD_SAMPLES) -> list[Shard]:
+def plan_shards(plan: SweepPlan, parts: list[str], shard_samples: int = SHARD_SAMPLES) -> list[VocabShard]:
     """Each part cut into ranges of about ``shard_samples`` samples, in sweep order."""
     per_position = {"tokens": len(plan.templates()), "pairs": plan.pairs + CLASS_PARTNERS, "special": SPECIAL_VARIANTS}
     positions = {"tokens": len(plan.text_ids), "pairs": len(plan.text_ids), "special": len(plan.added_by_id)}
@@ -62,8 +71,7 @@ def plan_shards(plan: SweepPlan, parts: list[str], shard_samples: int = SHARD_SA
         step = max(1, shard_samples // per_position[part])
         for a in range(0, positions[part], step):
             b = min(a + step, positions[part])
-            shards.append(Shard("vocab-sweep", SHARD_KIND, path=f"vocab:{part}[{a}:{b}]", start=a, stop=b,
-                                extra={"part": part}))
+            shards.append(VocabShard("vocab-sweep", label=f"vocab:{part}[{a}:{b}]", start=a, stop=b, part=part))
     return shards
 
 
@@ -98,11 +106,11 @@ def worker_sweep(context, reference_spec: str) -> WorkerSweep:
     return cached
 
 
-def vocab_shard(index: int, shard: Shard, executors: list, context) -> ShardResult:
+def vocab_shard(index: int, shard: VocabShard, executors: list, context) -> ShardResult:
     """The task: one range of one part through the reference (``executors[0]``) and every candidate."""
     started = time.monotonic()
     params = context.params
-    part = shard.extra["part"]
+    part = shard.part
     sweep = worker_sweep(context, executors[0].spec)
     draws = sweep.pair_draws() if part == "pairs" else None
     samples = part_samples(sweep.plan, part, shard.start, shard.stop, draws)

@@ -202,6 +202,6 @@ def choose_template(template: str | None = None, reference: str | None = None) -
 
 
 def shard_template(shard) -> ChatTemplate:
-    """The template a trace shard was listed with (``Shard.extra["template"]``)."""
-    name = shard.extra.get("template") if shard is not None else None
+    """The template a trace shard was listed with (``SessionShard.template``; none: the default)."""
+    name = shard.template if shard is not None else None
     return choose_template(name)
