@@ -21,7 +21,11 @@ def batched(records: Iterable[Sample | BadRecord], max_samples: int = 64,
     batch: list[Sample | BadRecord] = []
     samples = chars = 0
     for record in records:
-        size = sum(len(s.text) for s in record.segments) if isinstance(record, Sample) else 0
+        if isinstance(record, Sample):
+            segments = record.segments
+            size = len(segments[0].text) if len(segments) == 1 else sum(len(s.text) for s in segments)
+        else:
+            size = 0
         if samples and (samples >= max_samples or chars + size > max_chars):
             yield batch
             batch, samples, chars = [], 0, 0

@@ -83,8 +83,12 @@ class CachedTokenBytes:
 
 def sample_size(sample: Sample) -> tuple[int, int]:
     """(characters, UTF-8 bytes) of a sample."""
-    return (sum(len(s.text) for s in sample.segments),
-            sum(utf8_len(s.text) for s in sample.segments))
+    segments = sample.segments
+    if len(segments) == 1:  # the common sample: no generator
+        text = segments[0].text
+        return len(text), utf8_len(text)
+    return (sum(len(s.text) for s in segments),
+            sum(utf8_len(s.text) for s in segments))
 
 
 def all_agree(outcomes: Sequence[Sequence[object]]) -> bool:

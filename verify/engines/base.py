@@ -168,7 +168,8 @@ def split_flat(ids: Any, offsets: Any, count: int) -> list[np.ndarray]:
     if cuts[0] != 0 or cuts[-1] != flat.size or bool(np.any(cuts[1:] < cuts[:-1])):
         raise ValueError(f"engine's flat batch offsets do not cut its {flat.size} ids in order "
                          f"(first {int(cuts[0])}, last {int(cuts[-1])})")
-    return np.split(flat, cuts[1:-1])
+    bounds = cuts.tolist()
+    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]  # slicing: np.split costs 2 µs per piece
 
 
 class Adapter:
@@ -309,7 +310,8 @@ class Adapter:
             out = [self.encode_one(t, allow_special) for t in texts]
         elif route == "batch" and self.flat_batch:
             ids, offsets = self.encode_many_flat(texts, allow_special)
-            out = split_flat(ids, offsets, len(texts))
+            self.ran(route, 1, len(texts))
+            return split_flat(ids, offsets, len(texts))  # uint32 views, checked as one buffer
         elif route == "batch":
             out = list(self.encode_many(texts, allow_special))
         elif route == "segments":
@@ -369,7 +371,7 @@ class Adapter:
                     encoded = self.encode_texts([s.segments[0].text for s in samples], flag)
                     if len(encoded) != len(samples):
                         raise ValueError(f"engine returned {len(encoded)} results for {len(samples)} texts")
-                    return [as_token_array(ids) for ids in encoded]
+                    return [as_token_array(ids) for ids in encoded]  # an override may give lists
         positions: dict[bool, list[tuple[int, int]]] = {False: [], True: []}
         texts: dict[bool, list[str]] = {False: [], True: []}
         for i, sample in enumerate(samples):

@@ -19,7 +19,7 @@ from verify.keys import ids_digest, input_digest
 from verify.outcome import Failure, Recorded, is_ids
 from verify.pipeline.session_task import run_session_shard
 from verify.rundir.result import ShardResult
-from verify.rundir.status import shard_records
+from verify.rundir.status import shard_heartbeat
 from verify.sample import BadRecord, Sample
 
 def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
@@ -74,12 +74,19 @@ def _stand_in(ref_out: list, cand_outs: list[list]) -> list[int]:
     for i, entry in enumerate(ref_out):
         if not isinstance(entry, Recorded):
             continue
-        given = [out[i] for out in cand_outs if is_ids(out[i])]
-        same = [ids for ids in given if entry.matches(ids)]
-        if len(same) < len(given):
+        stand_in, mismatch = None, False
+        for out in cand_outs:
+            ids = out[i]
+            if not is_ids(ids):
+                continue
+            if entry.matches(ids):
+                stand_in = ids if stand_in is None else stand_in
+            else:
+                mismatch = True
+        if mismatch:
             recheck.append(i)
-        elif same:
-            ref_out[i] = same[0]
+        elif stand_in is not None:
+            ref_out[i] = stand_in
     return recheck
 
 
@@ -133,13 +140,18 @@ def run_shard(index: int, shard: Shard, executors: Sequence, *, batch_size: int 
     for side in sides:
         result.counts.engine(side.spec)
     fresh = FreshCheck(executors)  # every finding run again alone on a fresh engine before it is committed
-    for batch in batched(shard_records(shard), batch_size):
+    heart = shard_heartbeat(shard)
+    read = 0
+    for batch in batched(shard.records(), batch_size):
+        read += len(batch)
         samples = []
         for record in batch:
             if isinstance(record, BadRecord):
                 result.add_bad_record(shard.source, record, strict)
             else:
                 samples.append(record)
+        if heart is not None:
+            heart.beat(read, result.counts.bytes)
         if not samples:
             continue
         outcomes = encode_all(executors, samples) if recorded is None else \

@@ -112,6 +112,18 @@ def shard_records(shard) -> Iterator:
     return heartbeat_records(shard.records(), shard.id, shard.byte_size)
 
 
+def shard_heartbeat(shard) -> ShardHeartbeat | None:
+    """The heartbeat of a shard whose task beats it itself, once per batch (``beat(records,
+    bytes)``) -- the corpus task, whose comparison counts the bytes anyway; None when the driver
+    asked for no heartbeats. It has beaten once already: the shard shows at once."""
+    folder = os.environ.get(PROGRESS_ENV)
+    if not folder:
+        return None
+    heart = ShardHeartbeat(Path(folder), shard.id, shard.byte_size)
+    heart.beat(0, 0, force=True)
+    return heart
+
+
 def _beating(records: Iterator, heart: ShardHeartbeat) -> Iterator:
     n = nbytes = 0
     heart.beat(0, 0, force=True)  # the shard has started: it shows at once
