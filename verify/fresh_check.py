@@ -55,7 +55,7 @@ BATCH_CALL_FAILED = "BatchCallFailed"
 
 MAX_PER_SHARD = 256  # distinct inputs checked per engine and shard
 REPRODUCED_ENOUGH = 1  # findings of one signature that reproduce alone before the rest are not replayed
-NO_HISTORY_AFTER = 4  # findings of an engine that reproduce alone, none passing, before the rest are not replayed
+NO_HISTORY_AFTER = 3  # findings of an engine that reproduce alone, none passing, before the rest are not replayed
 CHECKED_KINDS = ("ids", "error", "crash")
 REPRODUCES, PASSES = "reproduces", "passes"
 
@@ -131,8 +131,9 @@ class FreshCheck:
                 checked = self._seen[ident].fields
                 finding.fields.update({k: checked[k] for k in ("fresh", "history") if k in checked})
                 continue
-            cause = (finding.engine, _signature_of(finding))
-            why = self._known(cause, pending)
+            why = self._engine_known(finding.engine, pending)  # before the signature, which costs
+            cause = (finding.engine, _signature_of(finding)) if why is None else (finding.engine, "")
+            why = why or self._known(cause, pending)
             if why is not None:
                 finding.fields["fresh"] = f"not-checked: {why}"
                 self.counts.skip(why.split(" (")[0])
@@ -157,6 +158,12 @@ class FreshCheck:
             return None
         if self._reproduced.get(cause, 0) + pending.get(cause, 0) >= REPRODUCED_ENOUGH:
             return f"a finding of the same first difference reproduced alone in this shard ({sig})"
+        return None
+
+    def _engine_known(self, engine: str, pending: dict[tuple[str, str], int]) -> str | None:
+        """The engine-wide half of ``_known``, which needs no signature."""
+        if engine in self._passed:
+            return None
         if self._reproduced.get((engine, ""), 0) + pending.get((engine, ""), 0) >= NO_HISTORY_AFTER:
             return f"{NO_HISTORY_AFTER} findings of this engine reproduced alone in this shard, none passed"
         return None
