@@ -60,7 +60,7 @@ def observable(fault: str, n: int) -> bool:
 
 
 def minimised_exactly(out: Path, n: int) -> bool:
-    from verify.runs import to_runs
+    from verify.run_length import to_runs
 
     findings = {json.loads(line)["finding_key"]: json.loads(line)
                 for line in (out / "divergences.jsonl").read_text().splitlines()}

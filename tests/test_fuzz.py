@@ -16,7 +16,7 @@ from hypothesis.errors import NoSuchExample
 
 from conftest import run_cli
 from verify.adversarial.fuzz import strategies as S
-from verify.adversarial.fuzz.search import EXAMPLES_ENV, fuzz
+from verify.adversarial.fuzz.hunt import EXAMPLES_ENV, fuzz
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import run_cli
 from verify.adversarial.fuzz.clusters import ClusterBook, cluster_key
-from verify.adversarial.fuzz.search import DEFAULT_MAX_FINDINGS, EXAMPLES_ENV, fuzz
+from verify.adversarial.fuzz.hunt import DEFAULT_MAX_FINDINGS, EXAMPLES_ENV, fuzz
 from verify.allowlist import Allowlist, load_allowlist, parse_allowlist
 from verify.classify import load_tags
 from verify.errors import ConfigError

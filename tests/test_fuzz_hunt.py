@@ -19,8 +19,8 @@ import pytest
 from conftest import REPO, run_cli
 from verify.adversarial.fuzz import strategies
 from verify.adversarial.fuzz.clusters import ClusterMerge
-from verify.adversarial.fuzz.hunt import shard_database
-from verify.adversarial.fuzz.search import fuzz
+from verify.adversarial.fuzz.search import shard_database
+from verify.adversarial.fuzz.hunt import fuzz
 from verify.executors.pool import EngineOptions
 
 REFERENCE = "tiktoken:cl100k_base"

@@ -44,7 +44,7 @@ def sweep(tmp_path, fault: str, n: int, families=FAMILIES, max_chars: int = 4_00
 
 def minimised_runs(out, threshold: int) -> list:
     """The run-length form of the minimised reproducers of the first-divergent findings."""
-    from verify.runs import to_runs
+    from verify.run_length import to_runs
 
     findings = {json.loads(line)["finding_key"]: json.loads(line) for line in
                 (out / "divergences.jsonl").read_text().splitlines()}

@@ -17,7 +17,7 @@ import pytest
 import verify.adversarial.certify.hunt  # noqa: F401  (every hunt's shard class joins the registry)
 import verify.adversarial.checks.hunt  # noqa: F401
 import verify.adversarial.fuzz.edits_hunt  # noqa: F401
-import verify.adversarial.fuzz.search  # noqa: F401
+import verify.adversarial.fuzz.hunt  # noqa: F401
 import verify.adversarial.length.hunt  # noqa: F401
 import verify.adversarial.regressions.hunt  # noqa: F401
 import verify.adversarial.unicode.hunt  # noqa: F401

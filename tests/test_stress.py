@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_cli
 from verify.adversarial.stress import shapes as S
-from verify.adversarial.fuzz.search import EXAMPLES_ENV, fuzz
+from verify.adversarial.fuzz.hunt import EXAMPLES_ENV, fuzz
 from verify.adversarial.checks.metamorphic import MetamorphicChecker
 from verify.adversarial.checks.stress import StressCheck
 from verify.adversarial.unicode.contexts import WHITESPACE_LIKE

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from verify.classify import SPECIAL_LOOKALIKE, char_class
-from verify.runs import describe, to_runs
+from verify.run_length import describe, to_runs
 from verify.unicode_tables import tables as ud
 from verify.unicode_tables.whitespace import WHITESPACE_LIKE
 
@@ -257,7 +257,7 @@ def _threshold(segments: list, probe: Probe) -> tuple[list, int, str] | None:
     if count < 2 or count * len(unit) < MIN_RUN_CHARS:
         return None
     shorter = runs[:longest] + [[unit, count - 1]] + runs[longest + 1:]
-    from verify.runs import from_runs
+    from verify.run_length import from_runs
 
     if probe.agree([[from_runs(shorter), allow]]) is not True:
         return None

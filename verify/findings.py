@@ -3,7 +3,7 @@
 A record always carries the input that causes it: inline when it is at most
 ``INLINE_INPUT_LIMIT`` characters, otherwise in ``OUT/inputs/<input_key>.json``
 referenced by ``input_file`` -- or, for a long input that is mostly repetition, as
-``input_runs`` (``[[[[unit, count], ...], allow_special], ...]``, ``verify.runs``), which
+``input_runs`` (``[[[[unit, count], ...], allow_special], ...]``, ``verify.run_length``), which
 rebuilds it exactly and is what reports show (``'1'×24998 + '\x1c' + '1'×2``). Records are written once, by the stage that found
 them; triage writes its results beside them (``triage.jsonl``), never into them.
 """
@@ -89,10 +89,10 @@ class Finding:
 
 
 def input_runs(sample: Sample) -> list | None:
-    """``[[runs, allow_special], ...]`` (``verify.runs``) when the input is long and mostly
+    """``[[runs, allow_special], ...]`` (``verify.run_length``) when the input is long and mostly
     repetition -- what a person reads instead of 25,000 characters, and what rebuilds the
     exact text (``sample_from_runs``) -- else None."""
-    from verify.runs import MIN_CHARS, compact
+    from verify.run_length import MIN_CHARS, compact
 
     if sum(len(s.text) for s in sample.segments) < MIN_CHARS:
         return None
@@ -106,7 +106,7 @@ def input_runs(sample: Sample) -> list | None:
 
 
 def sample_from_runs(sample_id: str, runs: list) -> Sample:
-    from verify.runs import from_runs
+    from verify.run_length import from_runs
 
     return Sample.from_segments(sample_id, [(from_runs(r), bool(a)) for r, a in runs])
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from verify.minimize import minimise
-from verify.runs import compact, from_runs, to_runs
+from verify.run_length import compact, from_runs, to_runs
 from verify.sample import Sample, Segment
 
 SCHEMA = "verify.history/1"
@@ -111,7 +111,7 @@ class History:
 
     def describe(self, limit: int = 160) -> str:
         """One line: the calls, the victim marked."""
-        from verify.runs import describe
+        from verify.run_length import describe
 
         parts = []
         for c, call in enumerate(self.calls):

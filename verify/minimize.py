@@ -12,7 +12,7 @@ simpler characters position by position, where the simplest characters are
 code point. Every accepted step is strictly smaller in that order, so the search
 ends; a canonical "seen" table means no candidate is ever tested twice.
 
-First, when a segment's text is mostly repetition (``verify.runs.compact``: ``'1' * 24998 +
+First, when a segment's text is mostly repetition (``verify.run_length.compact``: ``'1' * 24998 +
 '\x1c' + '11'``), the minimiser works over its run-length form: a run of one unit with a
 count is one element -- runs are dropped, then each count is bisected down to the smallest
 that still fails -- so a 10^6-character run costs about 20 calls per run, and a finding
@@ -169,14 +169,14 @@ class _Shrinker:
     def long_runs(self) -> bool:
         """Still longer than ``RUN_CHARS`` and made of runs: character passes would cost a call per
         character of a run and break the run up, and the run pass has done what they could."""
-        from verify.runs import compact
+        from verify.run_length import compact
 
         return sum(len(t) for t, _ in self.current) > RUN_CHARS and \
             all(len(t) <= RUN_CHARS or compact(t) is not None for t, _ in self.current)
 
     # 0. runs: drop runs, bisect counts ---------------------------------------------
     def shrink_runs(self) -> None:
-        from verify.runs import compact, from_runs
+        from verify.run_length import compact, from_runs
 
         for j in range(len(self.current)):
             runs = compact(self.current[j][0])

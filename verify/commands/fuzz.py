@@ -1,7 +1,7 @@
 """`verify fuzz`: differential fuzzing of candidate engines against a reference.
 
 Hypothesis-driven by default, as a hunt on the one pipeline
-(``verify.adversarial.fuzz.search``): strategy families x seeds are the search shards,
+(``verify.adversarial.fuzz.hunt``): strategy families x seeds are the search shards,
 the big batches and each chunking threshold are stress shards (``--no-stress`` skips
 them), so ``--workers N``, ``--executor ray``, ``--resume --out OUT`` and the live status
 work as for ``verify run``. ``--allowlist FILE`` names accepted clusters
@@ -53,7 +53,7 @@ def seconds(text: str) -> float:
 
 
 def add_parser(sub) -> None:
-    from verify.adversarial.fuzz.hunt import (DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV,
+    from verify.adversarial.fuzz.search import (DEFAULT_BUDGET_S, DEFAULT_EXAMPLES, DEFAULT_MAX_FINDINGS, EXAMPLES_ENV,
                                               MAX_EXAMPLES)
 
     p = sub.add_parser("fuzz", help="search for inputs on which candidates differ from the reference")
@@ -101,7 +101,7 @@ def run(args) -> int:
         reference, candidates = args.reference, list(args.candidate or [])
     else:
         reference, candidates = reference_and_candidates(args)
-    from verify.adversarial.fuzz.hunt import DEFAULT_DATABASE
+    from verify.adversarial.fuzz.search import DEFAULT_DATABASE
     from verify.jobs.fuzz import fuzz_job
 
     result = fuzz_job(reference, candidates, job_options(args, "fuzz", options), max_examples=args.max_examples,

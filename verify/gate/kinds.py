@@ -35,7 +35,7 @@ def _cli_bounds() -> dict[str, Validator]:
     any check runs for what the command would refuse when the check starts."""
     from verify.adversarial.certify.hunt import MAX_REPS
     from verify.adversarial.certify.space import MAX_K
-    from verify.adversarial.fuzz.hunt import MAX_EXAMPLES
+    from verify.adversarial.fuzz.search import MAX_EXAMPLES
     from verify.adversarial.length.hunt import MAX_CHARS
     from verify.adversarial.vocab.hunt import MAX_PAIRS
 
@@ -126,7 +126,7 @@ def _corpus_seed(options: dict[str, Any], at: str) -> None:
 # --- hunts -----------------------------------------------------------------------------
 
 def run_fuzz(ctx: CheckContext, run: CheckRun) -> None:
-    from verify.adversarial.fuzz.search import DEFAULT_MAX_FINDINGS
+    from verify.adversarial.fuzz.hunt import DEFAULT_MAX_FINDINGS
     from verify.jobs.fuzz import fuzz_job
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out

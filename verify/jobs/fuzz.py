@@ -1,12 +1,12 @@
 """``verify fuzz`` as a function: the hypothesis search and the stress shards of some candidates
-against a reference, on the one pipeline (``verify.adversarial.fuzz.search.FuzzHunt``)."""
+against a reference, on the one pipeline (``verify.adversarial.fuzz.hunt.FuzzHunt``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence
 
-from verify.adversarial.fuzz.search import DEFAULT_DATABASE, DEFAULT_MAX_FINDINGS, FuzzHunt, FuzzResult, run_fuzz
+from verify.adversarial.fuzz.hunt import DEFAULT_DATABASE, DEFAULT_MAX_FINDINGS, FuzzHunt, FuzzResult, run_fuzz
 from verify.allowlist import Allowlist
 from verify.pipeline.hunt import JobOptions
 

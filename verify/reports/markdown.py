@@ -24,7 +24,7 @@ def _example(segments: list | None) -> str:
     '\\x1c' + '1'×2``), else a Python repr; at most EXAMPLE_CHARS characters."""
     if not segments:
         return ""
-    from verify.runs import compact, describe
+    from verify.run_length import compact, describe
 
     plain = len(segments) == 1 and not segments[0][1]
     runs = compact(segments[0][0]) if plain else None

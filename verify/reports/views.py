@@ -42,7 +42,7 @@ def shown_input(segments: Any, limit: int = REPRODUCER_CHARS) -> str:
 
 
 def _one_text(text: str, limit: int) -> str:
-    from verify.runs import compact, describe
+    from verify.run_length import compact, describe
 
     runs = compact(text) if len(text) > 64 else None
     if runs:

@@ -1,6 +1,6 @@
 """The stress phase of ``verify fuzz``: the serving shapes of ``verify.adversarial.stress.shapes``
 through the reference and every candidate, compared sample by sample. On the pipeline it runs
-as stress shards of the fuzz hunt (``verify.adversarial.fuzz.hunt``), each with its own
+as stress shards of the fuzz hunt (``verify.adversarial.fuzz.search``), each with its own
 ``ClusterBook`` and time cap: one shard for the big batches, one per chunking threshold, so a
 first hit at one cut never leaves another cut untried.
 

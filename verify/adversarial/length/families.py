@@ -1,7 +1,7 @@
 """The probe families of the length sweep: texts that grow with one parameter, the length.
 
 A family builds its text at any length ``n`` exactly (``text(n)``), and says what it is in
-run-length form (``runs(n)``, ``verify.runs``): a run of one character, a run of a block,
+run-length form (``runs(n)``, ``verify.run_length``): a run of one character, a run of a block,
 a vocabulary token or a special-token literal repeated, or ``X-run + separator + Y-run``.
 What a chunking threshold, a tie rule on long runs or a buffer limit does depends on the
 character class at the cut, so there is one family per class the reference's pattern

@@ -305,7 +305,7 @@ class FamilySearch:
 
 def _probe_runs(family: Family, spot: list[int], probe: str, total: int) -> list[list]:
     """The run-length form of a cut probe: the family up to the probe, the probe, the rest."""
-    from verify.runs import to_runs
+    from verify.run_length import to_runs
 
     before = family.runs(spot[0]) if family.kind != "separator" else to_runs(family.text(spot[0]))
     after_len = total - spot[-1] - 1

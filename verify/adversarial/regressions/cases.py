@@ -137,7 +137,7 @@ def expand_input(path: Path, doc: dict[str, Any]) -> list[tuple[str, bool]]:
     allow = gen.get("allow_special", False)
     if not isinstance(allow, bool):
         raise _fail(path, "'input_generator.allow_special' must be true or false")
-    if gen["kind"] == "runs":  # [[unit, count], ...] as verify.runs writes them: '1'x24997 + '\x1c' + '1'x3
+    if gen["kind"] == "runs":  # [[unit, count], ...] as verify.run_length writes them: '1'x24997 + '\x1c' + '1'x3
         runs = gen.get("runs")
         if not isinstance(runs, list) or not runs or not all(
                 isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and r[0] and isinstance(r[1], int)
@@ -145,7 +145,7 @@ def expand_input(path: Path, doc: dict[str, Any]) -> list[tuple[str, bool]]:
             raise _fail(path, "'input_generator' runs needs 'runs': [[unit (non-empty string), count (int >= 1)], ...]")
         if sum(len(u) * c for u, c in runs) > MAX_GENERATED_CHARS:
             raise _fail(path, f"'input_generator' expands to more than {MAX_GENERATED_CHARS} characters")
-        from verify.runs import from_runs
+        from verify.run_length import from_runs
 
         return [(from_runs(runs), allow)]
     text, count = gen.get("text"), gen.get("count")

@@ -20,7 +20,7 @@ from verify.errors import UsageError
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample
 from verify import atomic
-from verify.runs import compact
+from verify.run_length import compact
 
 SCHEMA = "verify.regression/1"
 CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,199}")  # a file name: never a folder, hidden, or outside
