@@ -95,17 +95,28 @@ class ExecutorBase:
     def submit(self, samples: Sequence[Sample]) -> None:
         samples = list(samples)
         self._size = len(samples)
-        self._runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
-        if self._runnable:
+        if self.capabilities.special_tokens:  # the common case: every sample runs, no index lists
+            self._runnable = None if samples else []
+            runnable = samples
+        else:
+            self._runnable = [i for i, s in enumerate(samples) if s.is_plain]
             runnable = [samples[i] for i in self._runnable]
+            if len(runnable) == len(samples):
+                self._runnable = None if samples else []
+        if runnable:
             self.call_log.record(runnable)
             self._submit(runnable)
 
     def collect(self) -> list[Outcome]:
-        out: list[Outcome] = [SKIPPED] * self._size
-        if self._runnable:
-            for i, outcome in zip(self._runnable, self._collect()):
-                out[i] = outcome
+        """One outcome per submitted sample (``SKIPPED`` for the ones the engine cannot take);
+        ``_runnable`` None means every sample ran."""
+        if self._runnable is None:
+            out = list(self._collect())
+        else:
+            out = [SKIPPED] * self._size
+            if self._runnable:
+                for i, outcome in zip(self._runnable, self._collect()):
+                    out[i] = outcome
         self._size, self._runnable = 0, []
         return out
 
