@@ -29,10 +29,11 @@ import sys
 import time
 from pathlib import Path
 
+from verify import atomic
 from verify.errors import VerifyError
 from verify.outcome import agree, is_ids
+from verify.reports.md_templates import render as render_md
 from verify.sample import Sample
-from verify import atomic
 
 LOOKALIKES = ("<|", "<｜", "|>", "｜>", "<s>", "</s>", "[INST]", "<think>", "</think>")
 DEFAULT_SIZES = (1_000_000, 10_000_000)
@@ -117,23 +118,9 @@ def run_bench(reference: str, engines: list[str], sizes: list[int], repeats: int
 
 
 def render(result: dict) -> str:
-    lines = [f"# Throughput vs `{result['reference']}` (median of {result['repeats']})", "",
-             "| engine | input | documents | median s | M chars/s | tokens | ids equal the reference |",
-             "|---|---|---:|---:|---:|---:|---|"]
-    for row in result["rows"]:
-        rate = f"{row['chars_per_s'] / 1e6:.2f}" if row["chars_per_s"] else "-"
-        same = "reference" if row["reference"] else ("yes" if row["identical"] and not row["failed"] else
-                                                      f"NO ({row['failed']} failed)" if row["failed"] else "NO")
-        lines.append(f"| `{row['engine']}` | {row['chars']:,} chars, {row['shape']} | {row['documents']} | "
-                     f"{row['median_s']:.3f} | {rate} | {row['tokens']:,} | {same} |")
-    lines.append("")
-    for spec, notes in result["notes"].items():
-        routes = ", ".join(notes.get("routes_exercised") or []) or "-"
-        delivery = (notes.get("gpu") or {}).get("kernel_delivery")
-        lines.append(f"- `{spec}`: routes {routes}" + (f"; GPU kernel delivery {delivery}" if delivery else ""))
-        for warning in notes.get("warnings") or []:
-            lines.append(f"  - warning: {warning}")
-    return "\n".join(lines) + "\n"
+    """bench.md (``verify/reports/templates/bench.md.j2``): a row per measurement, each engine's notes."""
+    rows = [{**row, "mchars_per_s": row["chars_per_s"] / 1e6 if row["chars_per_s"] else None} for row in result["rows"]]
+    return render_md("bench.md.j2", result=result, rows=rows)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

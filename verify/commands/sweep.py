@@ -5,7 +5,8 @@ For each reference (default: every reference vocabulary that loads offline) it r
 ``--unicode``, `verify unicode --reference R --candidate all` into OUT/<R>/unicode/
 (the reference encodes each probe pack once for all its candidates), and writes
 OUT/sweep.md: one table row per engine and, with ``--unicode``, one per engine for the
-Unicode sweep. The tables in docs/sweep.md and docs/unicode.md come from here.
+Unicode sweep (``verify/reports/templates/sweep.md.j2``). The tables in docs/sweep.md and
+docs/unicode.md come from here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from verify.commands import EXIT_FINDINGS, EXIT_OK
 from verify.commands.options import add_pool_options, check_workers, engine_options, out_dir
 from verify.errors import UsageError
 from verify import atomic
-from verify.reports.md import md_cell, md_text
+from verify.reports.md_templates import render
 
 DEFAULT_REFERENCES = ["tiktoken-cl100k", "tiktoken-o200k", "tiktoken-p50k", "hf-deepseek-v3", "hf-anthropic",
                       "tekken-tekken", "sentencepiece-spm-v3"]
@@ -47,8 +48,8 @@ def run(args) -> int:
     check_workers(args.workers, "--workers")
     engine = engine_options(args)
     out = out_dir(args, "sweep")
-    rows: list[str] = []
-    unicode_rows: list[str] = []
+    rows: list[dict] = []
+    unicode_rows: list[dict] = []
     clean = True
     skipped: list[str] = []
     for reference in args.reference or DEFAULT_REFERENCES:
@@ -80,50 +81,36 @@ def run(args) -> int:
         clean &= result.counts.all_verified and result.complete
         rows += table_rows(result.manifest, out / reference)
         print(f"{reference}: {result.counts.samples} samples -> {out / reference}")
-    lines = []
-    if rows:
-        lines += ["| reference | engine | version | verified | diverged | error | crash | timeout | skipped | "
-                  "largest cluster |", "|---|---|---|---|---|---|---|---|---|---|", *rows, ""]
-    if unicode_rows:
-        lines += ["| reference | engine | mismatching code points | ranges | tables match Unicode | explained | "
-                  "whitespace-like | errors | seconds |", "|---|---|---|---|---|---|---|---|---|", *unicode_rows, ""]
-    if skipped:
-        lines += [f"References without an installed candidate (not swept): {', '.join(skipped)}", ""]
     out.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(out / "sweep.md", "\n".join(lines))
+    atomic.write_text(out / "sweep.md", render("sweep.md.j2", rows=rows, unicode_rows=unicode_rows, skipped=skipped))
     print(f"sweep table -> {out / 'sweep.md'}")
     return EXIT_OK if clean else EXIT_FINDINGS
 
 
-def unicode_row(r) -> str:
+def unicode_row(r) -> dict:
+    """One Unicode sweep's row: its result, and its whitespace and error ranges in short."""
     def ranges(rs: list[list[int]]) -> str:
         shown = ", ".join(f"U+{a:04X}" if a == b else f"U+{a:04X}..U+{b:04X}" for a, b in rs[:4])
         return shown + (f" (+{len(rs) - 4})" if len(rs) > 4 else "") if rs else "-"
 
-    version = r.unicode_version if r.count and r.unicode_version else "-"
-    explained = f"{r.explained:.0%}" if r.count and r.unicode_version else "-"
-    return (f"| {md_cell(r.reference)} | {md_cell(r.candidate)} | {r.count:,} | {len(r.mismatched):,} | {version} | {explained} | "
-            f"{ranges(r.whitespace)} | {ranges(r.errors)} | {r.seconds:.0f} |")
+    return {"result": r, "whitespace": ranges(r.whitespace), "errors": ranges(r.errors)}
 
 
-def table_rows(manifest: dict, out: Path) -> list[str]:
-    reference = manifest["reference"]
+def table_rows(manifest: dict, out: Path) -> list[dict]:
+    """A row per candidate of one reference's run: its counts and largest cluster, or why it did not load."""
+    reference = manifest["reference"]["spec"]
     versions = {c["spec"]: c.get("package_version") for c in manifest["candidates"]}
     clusters = _largest_cluster_per_engine(out)
-    rows = []
-    for spec, tally in manifest["counts"]["per_engine"].items():
-        if spec == reference["spec"]:
-            continue
-        rows.append(f"| {md_cell(reference['spec'])} | {md_cell(spec)} | {versions.get(spec) or '-'} | "
-                    + " | ".join(str(tally[k]) for k in ("verified", "diverged", "error", "crash", "timeout", "skipped"))
-                    + f" | {clusters.get(spec, '')} |")
-    for spec, note in manifest.get("engine_notes", {}).items():
-        if "not_loaded" in note:
-            rows.append(f"| {md_cell(reference['spec'])} | {md_cell(spec)} | - | not loaded: {md_text(note['not_loaded'][:80])} |||||||")
+    rows = [{"reference": reference, "engine": spec, "version": versions.get(spec), "not_loaded": None,
+             "tally": [tally[k] for k in ("verified", "diverged", "error", "crash", "timeout", "skipped")],
+             "cluster": clusters.get(spec)}
+            for spec, tally in manifest["counts"]["per_engine"].items() if spec != reference]
+    rows += [{"reference": reference, "engine": spec, "not_loaded": note["not_loaded"][:80]}
+             for spec, note in manifest.get("engine_notes", {}).items() if "not_loaded" in note]
     return rows
 
 
-def _largest_cluster_per_engine(out: Path) -> dict[str, str]:
+def _largest_cluster_per_engine(out: Path) -> dict[str, dict]:
     from verify.triage import read_clusters
 
     largest: dict[str, dict] = {}
@@ -133,6 +120,6 @@ def _largest_cluster_per_engine(out: Path) -> dict[str, str]:
     cells = {}
     for engine, cluster in largest.items():
         example = cluster.get("example")  # the minimised input: [[text, allow_special], ...]
-        text = repr("".join(t for t, _ in example))[:40] if example else ""
-        cells[engine] = f"{md_cell(cluster['key'])} ×{cluster['count']} {text}".replace("|", "\\|")
+        cells[engine] = {"key": cluster["key"], "count": cluster["count"],
+                         "text": repr("".join(t for t, _ in example))[:40] if example else ""}
     return cells

@@ -13,8 +13,10 @@ counts, skipped samples with why, the largest clusters with a one-line escaped r
 Bounded whatever the number of findings or clusters: every list is cut with a count of
 what was left out, and the whole stays under ``MAX_LINES`` lines and ``MAX_CHARS``
 characters (GitHub refuses a comment over 65,536 characters). The footer names only files
-that exist beside it. Everything that comes from a corpus or a config is shown through
-``verify.reports.visible`` inside a code span, so no Markdown or HTML in it renders.
+that exist beside it. The layout is ``templates/ci_summary.md.j2`` (a run's sections) and
+``templates/ci_gate.md.j2`` (a gate's), one macro per section; everything that comes from a
+corpus or a config is shown through ``verify.reports.md`` (a code span or escaped text), so no
+Markdown or HTML in it renders.
 """
 
 from __future__ import annotations
@@ -23,85 +25,40 @@ from pathlib import Path
 
 from verify.counts import STATES
 from verify.reports.report_data import CLUSTER_CONTEXT_CHARS, ReportData, load_report
-from verify.reports.md import md_code, md_text
-from verify.reports.ci_gate import difference_text, gate_sections
+from verify.reports.ci_gate import gate_sections
+from verify.reports.md_templates import section_lines
 from verify.reports.skips import manifest_skip_rows, sample_unit
 
+TEMPLATE = "ci_summary.md.j2"
 SUMMARY_FILE = "ci-summary.md"
 GITHUB_COMMENT_LIMIT = 65_536  # the most characters GitHub takes in one comment
 MAX_LINES = 400
 MAX_CHARS = 60_000  # under the limit with room for a workflow's own header
 TOP_CLUSTERS = 10
 MAX_ENGINES = 6
-REPRO_CHARS = 60
 RUN_FILES = ("report.html", "summary.md", "divergences.jsonl", "clusters.json", "manifest.json")
 GATE_FILES = ("report.html", "gate.json", "junit.xml")
 
 
-def _counts_table(data: ReportData) -> list[str]:
-    counts = data.counts
-    if not counts:
-        return []
-    head = ["", "samples", *STATES, "bad records"]
-    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            "| all | " + " | ".join(f"{counts.get(k, 0):,}" for k in ("samples", *STATES, "bad_records")) + " |"]
-    engines = list((counts.get("per_engine") or {}).items())
-    for spec, tally in engines[:MAX_ENGINES]:
-        rows.append(f"| {md_code(spec, 50, table=True)} | | " + " | ".join(f"{tally.get(k, 0):,}" for k in STATES) + " | |")
-    rows.append("")
-    if len(engines) > MAX_ENGINES:
-        rows += [f"({len(engines) - MAX_ENGINES} more engines in report.html)", ""]
-    return rows
-
-
-def _cluster_lines(data: ReportData) -> list[str]:
-    if not data.triaged:
-        return [f"Findings: {data.findings_total:,}, not triaged (`verify triage OUT` clusters them).", ""] \
-            if data.findings_total else []
-    if not data.clusters:
-        return []
-    shown = data.clusters[:TOP_CLUSTERS]
-    lines = [f"**Top clusters** ({len(shown)} of {data.clusters_total:,}, by size; {data.findings_total:,} findings):"]
-    for n, c in enumerate(shown, 1):
-        tags = f" [{', '.join(md_code(t, 24) for t in c['tags'][:3])}]" if c["tags"] else ""
-        if c["minimised"] or not c["context"]:
-            shown = md_code(c["reproducer"], REPRO_CHARS) + ("" if c["minimised"] else " (not minimised)")
-        else:  # an original input: where it first differs says more than its first characters
-            ctx = c["context"]
-            shown = f"not minimised, at {md_code(ctx['before'] + '⟦' + ctx['after'], 2 * CLUSTER_CONTEXT_CHARS + 40)}"
-        lines.append(f"{n}. **{c['count']:,}×** {md_code(c['engine'], 50)} {md_code(c['key'], 60)}{tags} — "
-                     f"{shown}{difference_text(c['difference'])}")
-    return lines + [""]
-
-
-def _skip_lines(data: ReportData) -> list[str]:
-    rows = manifest_skip_rows(data.manifest)
-    if not rows:
-        return []
-    unit = sample_unit(data.manifest)
-    lines = [f"**Skipped** ({sum(r.count for r in rows):,} {unit}, never counted as verified):"]
-    lines += [f"- {r.count:,} {unit} by {md_code(r.engine, 50)}: {md_text(r.reason, 300)}"
-              + (f" — **what to do**: {md_text(r.remedy, 300)}" if r.remedy else "") for r in rows[:MAX_ENGINES * 2]]
-    if len(rows) > MAX_ENGINES * 2:
-        lines.append(f"- … and {len(rows) - MAX_ENGINES * 2} more (summary.md)")
-    return lines + [""]
-
-
 def _header(data: ReportData) -> list[str]:
-    lines = [f"### verify: **{data.verdict}**", ""]
-    ref = data.reference
-    cands = data.candidates
-    if ref or cands:
-        names = ", ".join(md_code(str(c.get("spec")), 50) for c in cands[:MAX_ENGINES])
-        more = f" and {len(cands) - MAX_ENGINES} more" if len(cands) > MAX_ENGINES else ""
-        lines.append(f"Reference {md_code(str((ref or {}).get('spec')), 50)}; candidates {names or '—'}{more}.")
+    ref, cands = data.reference, data.candidates
     sources = [str(s.get("name")) for s in data.manifest.get("sources") or []]
-    if sources:
-        lines.append(f"Corpus {', '.join(md_code(s, 60) for s in sources[:3])}"
-                     + (f" and {len(sources) - 3} more" if len(sources) > 3 else "")
-                     + (f"; shards {data.manifest['shards'].get('committed')}/{data.manifest['shards'].get('total')}"
-                        if data.manifest.get("shards") else "") + ".")
-    return lines + [""]
+    return section_lines(TEMPLATE, "header", {
+        "verdict": data.verdict, "engines": bool(ref or cands), "reference": str((ref or {}).get("spec")),
+        "candidates": [str(c.get("spec")) for c in cands[:MAX_ENGINES]],
+        "more_candidates": max(len(cands) - MAX_ENGINES, 0),
+        "sources": sources, "shards": data.manifest.get("shards")})
+
+
+def _sections(data: ReportData) -> list[list[str]]:
+    counts = data.counts
+    return [_header(data),
+            section_lines(TEMPLATE, "counts_table", counts, STATES, list((counts.get("per_engine") or {}).items()),
+                          MAX_ENGINES),
+            section_lines(TEMPLATE, "skip_lines", manifest_skip_rows(data.manifest), sample_unit(data.manifest),
+                          MAX_ENGINES * 2),
+            section_lines(TEMPLATE, "cluster_lines", data, data.clusters[:TOP_CLUSTERS],
+                          2 * CLUSTER_CONTEXT_CHARS + 40)]
 
 
 def _fit(sections: list[list[str]], footer: list[str]) -> list[str]:
@@ -124,17 +81,11 @@ def _fit(sections: list[list[str]], footer: list[str]) -> list[str]:
 def _footer(data: ReportData) -> list[str]:
     """Only the files that exist beside the comment."""
     names = [n for n in (GATE_FILES if data.gate is not None else RUN_FILES) if (Path(data.out) / n).is_file()]
-    if not names:
-        return []
-    first, rest = names[0], names[1:]
-    return [f"Full report: `{first}`" + (f"; {', '.join(f'`{n}`' for n in rest)} beside it." if rest else ".")]
+    return section_lines(TEMPLATE, "footer", names)
 
 
 def render_ci_summary(data: ReportData) -> str:
-    if data.gate is not None:
-        sections = gate_sections(data.gate)
-    else:
-        sections = [_header(data), _counts_table(data), _skip_lines(data), _cluster_lines(data)]
+    sections = gate_sections(data.gate) if data.gate is not None else _sections(data)
     return "\n".join(_fit(sections, _footer(data))) + "\n"
 
 

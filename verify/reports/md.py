@@ -9,6 +9,8 @@ characters the HTML report applies:
     md_text(value)    plain text: invisible characters escaped, HTML and Markdown specials inert
     md_code(value)    a code span fenced by more backticks than the value holds
     md_cell(value)    either, safe in a table cell (pipes escaped, one line)
+
+The Markdown templates (``verify.reports.md_templates``) have them as filters of the same names.
 """
 
 from __future__ import annotations
@@ -37,10 +39,12 @@ def md_text(value: Any, limit: int | None = None, table: bool = True) -> str:
     return html.escape(shown, quote=True)
 
 
-def md_code(value: Any, limit: int = FIELD_CHARS, table: bool = False) -> str:
-    """``value`` as a Markdown code span: cut, invisible characters escaped, fenced by more
-    backticks than it holds; in a table cell its pipes escaped too (code spans show no HTML)."""
-    shown = cut_visible(reveal_invisible(_str(value)).replace("\n", "\\n").replace("\r", "\\r"), limit)
+def md_code(value: Any, limit: int | None = FIELD_CHARS, table: bool = False) -> str:
+    """``value`` as a Markdown code span: cut (``limit`` None: whole), invisible characters escaped,
+    fenced by more backticks than it holds; in a table cell its pipes escaped too (code spans show no HTML)."""
+    shown = reveal_invisible(_str(value)).replace("\n", "\\n").replace("\r", "\\r")
+    if limit is not None:
+        shown = cut_visible(shown, limit)
     if not shown:
         return '`""`'
     if table:
@@ -51,6 +55,6 @@ def md_code(value: Any, limit: int = FIELD_CHARS, table: bool = False) -> str:
     return f"{fence}{pad}{shown}{pad}{fence}"
 
 
-def md_cell(value: Any, limit: int = FIELD_CHARS) -> str:
+def md_cell(value: Any, limit: int | None = FIELD_CHARS) -> str:
     """A table cell: a code span (the value exactly, escapes visible), one line."""
     return md_code(value, limit, table=True)

@@ -18,12 +18,11 @@ from typing import Any
 from verify.classify import Cluster
 from verify.shadow.schema import parse_timestamp
 from verify import atomic
-from verify.reports.md import md_cell
+from verify.reports.md_templates import render
 
 REPORT_SCHEMA = "verify.shadow-report/1"
 MAX_SHOWN_IDS = 16
 MAX_MD_CLUSTERS = 30
-MAX_MD_TEXT = 160
 
 FLAG_HINTS = {"special": "special-token look-alike near the difference (allow_special handling)",
               "long-run": "a long run of one character class (chunking of long runs)",
@@ -142,107 +141,36 @@ def build_report(*, reference: dict[str, Any] | None, counts, tokenizers: dict, 
     }
 
 
-# --- Markdown ----------------------------------------------------------------------------
+# --- Markdown (templates/shadow.md.j2) ----------------------------------------------------
 
-def _code(value: Any, limit: int = MAX_MD_TEXT) -> str:
-    """Any value from production or a committed file: a code span, inert in a viewer."""
-    return md_cell(value, limit)
-
-
-def _input_repr(segments: list | None) -> str:
+def _ascii_input(segments: list | None) -> str | None:
+    """An input as ``ascii()`` shows it (every non-ASCII character escaped); None for none."""
     if not segments:
-        return "(empty)"
+        return None
     if len(segments) == 1 and not segments[0][1]:
-        return _code(ascii(segments[0][0]))
-    return _code(ascii([tuple(s) for s in segments]))
+        return ascii(segments[0][0])
+    return ascii([tuple(s) for s in segments])
 
 
-def _reproducer_md(rep: dict[str, Any]) -> str:
-    if rep.get("minimized"):
-        return (f"{_input_repr(rep['input'])} (minimised from {rep.get('initial_chars')} characters against "
-                f"{_code(rep.get('replay_engine'))}{'; cut by the budget' if rep.get('stopped_on_budget') else ''}"
-                f"{'; redacted to its window' if rep.get('redacted') else ''})")
-    why = f" — not minimised: {rep['why']}" if rep.get("why") else ""
-    if rep.get("redacted"):
-        red = rep["redacted"]
-        window = (red.get("window") or {}).get("segments")
-        shown = f"window {_input_repr(window)}" if window else "no window (difference not located)"
-        return (f"request {_code(rep.get('request_id'))}: {shown}, {red['chars']} characters, text sha256 "
-                f"`{red['text_sha256'][:16]}…`{why}")
-    if rep.get("input") is not None:
-        return f"full input of request {_code(rep.get('request_id'))}: {_input_repr(rep['input'])}{why}"
-    if rep.get("input_file"):
-        return f"full input of request {_code(rep.get('request_id'))} in {_code(rep['input_file'])}{why}"
-    return rep.get("why") or "-"
+def _reproducer_view(rep: dict[str, Any]) -> dict[str, Any]:
+    window = ((rep.get("redacted") or {}).get("window") or {}).get("segments")
+    return {**rep, "shown": _ascii_input(rep.get("input")), "window": _ascii_input(window) if window else None}
 
 
-def _difference_md(diff: dict[str, Any] | None) -> str:
+def _difference_view(diff: dict[str, Any] | None) -> dict[str, Any] | None:
     if not diff:
-        return "-"
-    if diff.get("token_index") is None:
-        exp = diff.get("expected_len")
-        return f"not located (production recorded a digest); reference {exp} ids, production {diff.get('actual_len')}"
-    parts = [f"token {diff['token_index']}, character {diff.get('char_offset')}"]
-    for side in ("expected", "actual"):
-        w = diff.get(side) or {}
-        parts.append(f"{side} {_code(w.get('pieces') or w.get('ids') or [], 80)}")
-    return "; ".join(parts)
+        return None
+    shown = {side: (diff.get(side) or {}).get("pieces") or (diff.get(side) or {}).get("ids") or []
+             for side in ("expected", "actual")}
+    return {"token_index": diff.get("token_index"), "char_offset": diff.get("char_offset"),
+            "expected_len": diff.get("expected_len"), "actual_len": diff.get("actual_len"), **shown}
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    c = report["counts"]
-    ref = report.get("reference") or {}
-    verdict = "PASS" if report["verdict"] == "pass" else "FAIL"
-    lines = [f"# verify shadow: {verdict} — {c['mismatched']} of {c['records']} records mismatched "
-             f"({c['clusters']} clusters, {c['new_clusters']} new, {c['causes']} likely causes)", "",
-             f"- reference: {_code(ref.get('spec'))} ({ref.get('package') or '-'} {ref.get('package_version') or ''}, "
-             f"vocab sha256 {_code((ref.get('vocab_sha256') or '-')[:16])})",
-             f"- records: {c['records']}: **confirmed {c['confirmed']}**, **mismatched {c['mismatched']}**, "
-             f"reference failed {c['reference_failed']}, skipped {c['skipped']}, bad records {c['bad_records']}"
-             + (f"; {c['accepted_findings']} findings in allowlisted clusters" if c["accepted_findings"] else ""),
-             f"- files: {', '.join(f'{_code(f)}' for f in report['files'])}",
-             f"- redacted: {'yes (hashes and windows only)' if report['redacted'] else 'no'}"]
-    for name, spec in report["replay_engines"].items():
-        lines.append(f"- replay of {_code(name)}: {_code(spec)}")
-    known = report["known_clusters"]
-    if known["from"]:
-        lines.append(f"- known clusters from {_code(known['from'])}; {len(known['not_seen'])} of them not seen in "
-                     "this sample")
-    lines += ["", "## Tokenizers", "", "| tokenizer | version | vocab sha256 | = reference | records | confirmed | "
-              "mismatched |", "|---|---|---|---|---|---|---|"]
-    for t in report["tokenizers"]:
-        same = {True: "yes", False: "**no**", None: "?"}[t["vocab_matches_reference"]]
-        lines.append(f"| {_code(t['name'])} | {_code(t['version'])} | {_code((t['vocab_sha256'] or '-')[:16])} | {same} | "
-                     f"{t['records']} | {t['confirmed']} | {t['mismatched']} |")
-    rows = report["clusters"]
-    lines += ["", f"## Clusters by size ({len(rows)}; new first)", ""]
-    if rows:
-        lines += ["| # | status | requests | first seen | last seen | versions | suspected cause |",
-                  "|---|---|---|---|---|---|---|"]
-        for r in rows[:MAX_MD_CLUSTERS]:
-            lines.append(f"| {r['rank']} | {r['status']} | {r['count']} | {r['first_seen'] or '-'} | "
-                         f"{r['last_seen'] or '-'} | {', '.join(r['versions']) or '-'} | "
-                         f"{(r['suspects'] or ['-'])[0].replace('|', '/')} |")
-        for r in rows[:MAX_MD_CLUSTERS]:
-            rep = r["reproducer"]
-            lines += ["", f"### {r['rank']}. {_code(r['key'])} — {r['status']}, {r['count']} requests", "",
-                      f"- engine {_code(r['engine'] or '-')}; versions {', '.join(r['versions']) or '-'}; seen "
-                      f"{r['first_seen'] or '-'} .. {r['last_seen'] or '-'}"
-                      + (f"; allowlisted: {r['reason']}" if r["status"] == "allowlisted" else ""),
-                      f"- reproducer: {_reproducer_md(rep)}"
-                      + (f" — the same as cluster(s) {', '.join(map(str, r['same_cause_as']))} (cause {_code(r['cause'])}): "
-                         "likely one bug" if r["same_cause_as"] else ""),
-                      f"- first difference: {_difference_md(rep.get('first_difference'))}",
-                      f"- suspected cause: {'; '.join(r['suspects']) or '-'}",
-                      f"- requests: {', '.join(_code(x, 60) for x in r['request_ids'])}"
-                      + (" …" if r["count"] > len(r["request_ids"]) else "")]
-    if report["bad_records"]:
-        lines += ["", f"## Bad records ({c['bad_records']})", "", "| position | reason |", "|---|---|"]
-        for b in report["bad_records"][:MAX_MD_CLUSTERS]:
-            lines.append(f"| {_code(b['position'])} | {_code(b['reason'] or '-')} |")
-    lines += ["", "All findings: `divergences.jsonl`; triage: `triage.jsonl`, `clusters.json`; this report as data: "
-              "`shadow.json`.", ""]
-    return "\n".join(lines)
+    clusters = [{**r, "reproducer": _reproducer_view(r["reproducer"]),
+                 "first_difference": _difference_view(r["reproducer"].get("first_difference"))}
+                for r in report["clusters"][:MAX_MD_CLUSTERS]]
+    return render("shadow.md.j2", report=report, clusters=clusters, listed=MAX_MD_CLUSTERS)
 
 
 def write_report(out: Path, report: dict[str, Any]) -> None:
