@@ -296,16 +296,25 @@ class FileShard(PathShard):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ByteRangeShard(PathShard):
-    """The lines of an uncompressed text/JSONL file whose first byte is in [start, stop)."""
+class RangeShard(PathShard):
+    """What the shards of a part of one file share (no kind of its own): the part, [start,
+    stop) in the file's own unit (bytes, row groups), written after the path in the id."""
 
-    kind = "byte-range"
     start: int
     stop: int
+    id_mark: ClassVar[str] = ""  # between the path and the range: "@" bytes, "#rg" row groups
 
     @property
     def base_id(self) -> str:
-        return f"{self.path}@{self.start}-{self.stop}"
+        return f"{self.path}{self.id_mark}{self.start}-{self.stop}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ByteRangeShard(RangeShard):
+    """The lines of an uncompressed text/JSONL file whose first byte is in [start, stop)."""
+
+    kind = "byte-range"
+    id_mark = "@"
 
     @property
     def byte_size(self) -> int:
@@ -344,16 +353,11 @@ class ZstdFramesShard(ByteRangeShard):
 
 
 @dataclass(frozen=True, kw_only=True)
-class RowGroupsShard(PathShard):
+class RowGroupsShard(RangeShard):
     """Row groups [start, stop) of a local Parquet file."""
 
     kind = "row-groups"
-    start: int
-    stop: int
-
-    @property
-    def base_id(self) -> str:
-        return f"{self.path}#rg{self.start}-{self.stop}"
+    id_mark = "#rg"
 
     def read(self) -> Iterator[Sample | BadRecord]:
         return files.read_parquet(self._local, self.text_field, self.id_field, (self.start, self.stop))
