@@ -2,15 +2,17 @@
 
 import json
 
+import numpy as np
 import pytest
 
-from verify.comparison import Side, compare_batch
+from verify.comparison import Side, all_agree, compare_batch
 from verify.counts import STATES
 from verify.engines import build_engine
 from verify.engines.fake import FakeEngine
 from verify.executors import LocalExecutor
 from verify.findings import INLINE_INPUT_LIMIT, SCHEMA, FindingWriter
 from verify.keys import input_key
+from verify.outcome import Failure, Recorded
 from verify.batches import encode_all
 from verify.sample import Sample
 
@@ -166,3 +168,13 @@ def test_a_batch_call_that_fails_where_single_calls_succeed_is_reported():
     notes = ex.run_notes()
     assert notes["batch_fallbacks"] == 1  # ... but the broken batch call is not hidden
     assert "batch path broken" in notes["warnings"][0]
+
+
+def test_a_batch_is_counted_in_bulk_only_when_every_candidate_equals_the_reference_sample_by_sample():
+    a, b = np.array([1, 2, 3], dtype=np.uint32), np.array([4], dtype=np.uint32)
+    assert all_agree([[a, b], [a.copy(), b.copy()]])
+    assert all_agree([[a, b], [a, b]])  # the same arrays (a ledger stand-in)
+    assert not all_agree([[a, b], [np.array([1, 2], dtype=np.uint32), np.array([3, 4], dtype=np.uint32)]])
+    assert not all_agree([[a, b], [a, np.array([5], dtype=np.uint32)]])
+    assert not all_agree([[a, b], [a, Failure("error", "E", "m")]])
+    assert not all_agree([[a, Recorded("00", 1)], [a, b]])  # a ledger entry is checked sample by sample

@@ -98,14 +98,17 @@ def all_agree(outcomes: Sequence[Sequence[object]]) -> bool:
     if not all(is_ids(out) for per_engine in outcomes for out in per_engine):
         return False
     reference = outcomes[0]
-    lengths = np.fromiter((ids.size for ids in reference), dtype=np.int64, count=len(reference))
-    expected = np.concatenate(reference) if len(reference) else None
+    lengths = expected = None  # the reference's, made once and only when some engine needs them
     for per_engine in outcomes[1:]:
         if all(a is b for a, b in zip(per_engine, reference)):  # the same arrays (a ledger stand-in)
             continue
+        if lengths is None:
+            lengths = np.fromiter((ids.size for ids in reference), dtype=np.int64, count=len(reference))
+            expected = np.concatenate(reference) if len(reference) else np.zeros(0, dtype=np.uint32)
         sizes = np.fromiter((ids.size for ids in per_engine), dtype=np.int64, count=len(per_engine))
-        if not np.array_equal(sizes, lengths) or (expected is not None
-                                                  and not np.array_equal(np.concatenate(per_engine), expected)):
+        if not np.array_equal(sizes, lengths):
+            return False
+        if len(per_engine) and not np.array_equal(np.concatenate(per_engine), expected):
             return False
     return True
 
