@@ -227,7 +227,9 @@ def missing_reason(exc: Exception) -> str:
     return f"file not found (listed, but missing from the corpus: a partial mirror?) ({exc})"
 
 
-def _decoded_lines(path: PathLike, byte_range, frames=None) -> Iterator[tuple[str, str | None, BadRecord | None]]:
+def _readable_lines(path: PathLike, byte_range, frames=None) -> Iterator[tuple[str, bytes | None, BadRecord | None]]:
+    """``(position, line bytes, None)`` per line, or ``(position, None, BadRecord)`` for a line over
+    the size limit and, once, for a file that stops being readable."""
     for position, raw, failure in _raw_lines(path, byte_range, frames):
         if failure is not None:
             yield position, None, BadRecord(position, one_line(failure), None)
@@ -235,16 +237,21 @@ def _decoded_lines(path: PathLike, byte_range, frames=None) -> Iterator[tuple[st
         if isinstance(raw, Overlong):
             yield position, None, BadRecord(position, raw.reason, None)
             continue
-        try:
-            yield position, raw.decode("utf-8"), None
-        except UnicodeDecodeError as exc:
-            yield position, None, BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+        yield position, raw, None
+
+
+def _decoded(position: str, raw: bytes) -> tuple[str | None, BadRecord | None]:
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
 
 
 def read_text(path: PathLike, byte_range: tuple[int, int] | None = None,
               frames: tuple[int, int] | None = None) -> Iterator[Record]:
     """One sample per line, newline included (tokenizers see line ends)."""
-    for position, line, bad in _decoded_lines(path, byte_range, frames):
+    for position, raw, bad in _readable_lines(path, byte_range, frames):
+        line, bad = (None, bad) if bad is not None else _decoded(position, raw)
         yield bad if bad is not None else Sample.plain(position, line)
 
 
@@ -253,19 +260,15 @@ def read_jsonl(path: PathLike, text_field: str, id_field: str,
     """One sample per record. A record with ``segments: [[text, allow_special], ...]``
     becomes a segmented sample; otherwise ``text_field`` is its text. Blank lines are
     not records."""
-    for position, raw, failure in _raw_lines(path, byte_range, frames):
-        if failure is not None:
-            yield BadRecord(position, one_line(failure), None)
-            return
-        if isinstance(raw, Overlong):
-            yield BadRecord(position, raw.reason, None)
+    for position, raw, bad in _readable_lines(path, byte_range, frames):
+        if bad is not None:
+            yield bad
             continue
         record = _plain_record(position, raw, text_field, id_field)
         if record is None:  # anything but a plain text record, and every bad line: the exact path
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield BadRecord(position, f"invalid UTF-8 at byte {exc.start} of the line", raw)
+            line, bad = _decoded(position, raw)
+            if bad is not None:
+                yield bad
                 continue
             if not line.strip():
                 continue
