@@ -48,13 +48,40 @@ def test_two_thresholds_stay_two_causes():
 
 
 def test_a_character_at_a_threshold_is_one_cause_whatever_the_character():
-    n = 25_001
-    probe = Probe(agree=lambda segments: len(segments[0][0]) < n)
-    reproducers = ["1" * 24_997 + "\x1c" + "1" * 3, "1" * 24_998 + "\x85" + "1" * 2, " " * 24_999 + "\u2028" + " "]
+    n = random.randint(20_000, 30_000)
+    # an engine that differs when a character other than the run's sits at n characters or beyond
+    probe = Probe(agree=lambda segments: len(segments[0][0]) < n or len(set(segments[0][0])) == 1)
+    reproducers = ["1" * (n - 4) + "\x1c" + "1" * 3, "1" * (n - 3) + "\x85" + "1" * 2, " " * (n - 2) + "\u2028" + " "]
     causes = [("b", explain("ids", None, block(t), probe)) for t in reproducers]
     assert all(c.kind == "cut" for _, c in causes)
     merged = merge_length(causes)
-    assert len({merged[i].key for i in range(3)}) == 1 and "/cut/" in merged[0].key
+    assert {merged[i].key for i in range(3)} == {f"ids/cut/chars>={n}"}
+
+
+def test_other_characters_in_a_long_reproducer_are_incidental_when_the_plain_run_differs_too():
+    """riptoken's one rule (a piece of at least N bytes): the minimiser keeps whatever characters
+    make the piece N bytes long -- a NUL near the end, slashes among dashes -- but the plain run
+    as long differs too, so it is the run's threshold, one cause with the plain runs."""
+    n = random.randint(300, 5000)
+    probe = agrees_below(n)
+    reproducers = ["a" * n, "." * (n - 5) + "\x00" + "." * 4, ("//" + "-" * 112) * (n // 114) + "-" * (n % 114),
+                   "!" * (n - 15) + "/" + "!" * 10 + "\x00" + "!" * 3]
+    causes = [("riptoken", explain("ids", None, block(t), probe)) for t in reproducers]
+    assert [c.kind for _, c in causes] == ["length"] * 4, [c.key for _, c in causes]
+    merged = merge_length(causes)
+    assert {merged[i].key for i in range(4)} == {f"ids/length/>={n}"}
+
+
+def test_a_threshold_one_character_off_does_not_rename_the_rest():
+    """``'"'×(n+1)`` joins the n-byte threshold through the wide runs (the fewest 3-byte characters
+    reaching n bytes make n+2), but the others' bound names the cause."""
+    n = 3 * random.randint(100, 1600) + 1
+    probe = agrees_below(n)
+    wide = -(-n // 3)
+    causes = [("r", explain("ids", None, block(t), probe)) for t in ("a" * n, "\u3000" * wide, "\u200b" * wide)]
+    causes.append(("r", explain("ids", None, block('"' * (n + 1)), agrees_below(n + 1))))
+    merged = merge_length(causes)
+    assert {merged[i].key for i in range(4)} == {f"ids/length/bytes>={n}"}
 
 
 def test_a_run_that_differs_one_shorter_is_no_threshold():
@@ -72,10 +99,12 @@ def test_contraction_special_and_unicode_causes_are_named_as_such():
 
 
 def test_unexplained_reproducers_never_share_a_key():
-    a = explain("ids", None, block("a\u0300"), Probe())
+    a = explain("ids", None, block("a-"), Probe())
     b = explain("ids", None, block("a "), Probe())
     assert a.kind == b.kind == "reproducer" and a.key != b.key
-    assert a.key == explain("ids", None, block("a\u0300"), Probe()).key  # the same bug tomorrow: the same key
+    assert a.key == explain("ids", None, block("a-"), Probe()).key  # the same bug tomorrow: the same key
+    # a letter and its combining mark is no mystery: NFC composes them
+    assert explain("ids", None, block("a\u0300"), Probe()).key == "ids/unicode/nfc@normalization"
 
 
 def test_one_rule_on_every_whitespace_character_is_one_cause():

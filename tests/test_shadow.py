@@ -363,3 +363,84 @@ def test_shadow_says_why_a_cluster_was_not_minimised_and_has_its_own_page(cl100k
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "<title>verify shadow: FAIL</title>" in html and "candidate" not in html
     assert "first seen" in html and "1.4.2" in html and "cl100k-prod" in html and "not minimised:" in html
+
+
+
+DAY_BUGS = '''
+import re
+
+_enc = None
+
+def _encoding():
+    global _enc
+    if _enc is None:
+        from verify.engines import build_engine
+        _enc = build_engine("tiktoken:cl100k_base").encoding
+    return _enc
+
+class Day1:
+    """Release 1.0: two spaces before a word are encoded as one."""
+    def encode_batch(self, texts):
+        return [_encoding().encode_ordinary(re.sub(r"  (?=\\S)", " ", t)) for t in texts]
+
+class Day2:
+    """Release 2.0: that is fixed, and a new bug: trailing spaces are dropped."""
+    def encode_batch(self, texts):
+        return [_encoding().encode_ordinary(t.rstrip(" ")) for t in texts]
+
+def day1():
+    return Day1()
+
+def day2():
+    return Day2()
+'''
+
+
+def _symptoms(out: Path) -> dict[str, set[str]]:
+    """Each cluster's symptoms (the character classes at the first difference of its findings)."""
+    found: dict[str, set[str]] = {}
+    for line in (out / "triage.jsonl").read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        found.setdefault(rec["cluster"], set()).add(rec["symptom"])
+    return found
+
+
+def test_a_new_bug_is_new_though_it_first_differs_between_the_same_character_classes(cl100k, tmp_path, plugin_dir):
+    """Day 1 brings one bug (two spaces before a word become one), day 2 a different one
+    (trailing spaces dropped) whose first difference falls between the same character classes
+    (a letter, then spaces). A cluster is its cause: day 2's bug is new, and day 1's bug met
+    again in other requests is known."""
+    (plugin_dir / "shadow_day_bugs.py").write_text(DAY_BUGS)
+    from shadow_day_bugs import day1, day2
+
+    rng = random.Random(23)
+
+    def production(bug, texts, version, tag) -> Path:
+        prod = Production(cl100k)
+        for i, text in enumerate(texts):
+            prod.add(f"{tag}-{i}", [(text, False)], bug.encode_batch([text])[0], corrupt=True, version=version,
+                     second=i)
+        return prod.write(tmp_path / f"{tag}.jsonl")
+
+    def night(path, out, replay, *known) -> list[dict]:
+        assert _run(path, "--reference", REFERENCE, "--out", out, "--in-process", "--engine",
+                    f"cl100k-prod=python:shadow_day_bugs:{replay}", "--minimize-budget", "60", *known) == 1
+        return _report(out)["clusters"]
+
+    doubled = lambda tag: [_text(rng, f"{tag}{i}") + " voila  fin" for i in range(3)]  # noqa: E731
+    first = night(production(day1(), doubled("a"), "1.0", "day1"), tmp_path / "day1", "day1")
+    assert len(first) == 1 and first[0]["reproducer"]["minimized"], first
+    day1_key = first[0]["key"]
+
+    again = night(production(day1(), doubled("b"), "1.0", "day1b"), tmp_path / "day1b", "day1",
+                  "--known-clusters", tmp_path / "day1")  # the same bug in other requests: known
+    assert [(c["key"], c["status"]) for c in again] == [(day1_key, "known")]
+
+    trailing = [_text(rng, f"c{i}") + " voila  " for i in range(3)]
+    second = night(production(day2(), trailing, "2.0", "day2"), tmp_path / "day2", "day2",
+                   "--known-clusters", tmp_path / "day1")
+    assert [c["status"] for c in second] == ["new"] and second[0]["key"] != day1_key, second
+    assert sorted(second[0]["request_ids"]) == [f"day2-{i}" for i in range(3)]
+    # what used to key a cluster -- the classes at the first difference -- is one that day 1 had too
+    assert set().union(*_symptoms(tmp_path / "day2").values()) <= \
+        set().union(*_symptoms(tmp_path / "day1").values()), (_symptoms(tmp_path / "day1"), _symptoms(tmp_path / "day2"))

@@ -76,6 +76,17 @@ def test_check_finds_a_history_fault_and_minimises_it_to_two_calls(tmp_path):
     assert records and all(r["fresh"] == "passes" and r["history"]["reproduced"] for r in records)
     assert_minimal_history(out, n)
 
+    # recorded as a regression case with its two calls, and replayed by verify recheck on a fresh engine
+    (key,) = [c["key"] for c in clusters(out) if c["cause_kind"] == "history"]
+    cases, env = tmp_path / "cases", {"STATE_FAULT_N": str(n)}
+    add = run_cli("recheck", "--add", "run-cache", "--from", str(out), "--cluster", key, "--cases", str(cases), env=env)
+    assert add.returncode == 0, add.stdout + add.stderr
+    case = json.loads((cases / "run-cache.json").read_text())
+    assert len(case["history"]["calls"]) == 2 and case["actual"] != case["expected"]
+    again = run_cli("recheck", "--cases", str(cases), "--out", str(tmp_path / "recheck"), "--no-progress", env=env)
+    assert again.returncode == 0, again.stdout + again.stderr  # as recorded: the bug, after its history
+    assert "after its 2-call history on a fresh engine (alone: agrees)" in again.stdout, again.stdout
+
 
 def test_the_gates_metamorphic_check_finds_it_too(tmp_path):
     n = random.randint(1000, 9000)

@@ -140,3 +140,30 @@ def test_the_sweep_on_ray_equals_the_local_sweep(tmp_path, engines):
                    env={"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     assert proc.returncode == 1, proc.stderr
     assert outcome(on_ray) == outcome(local)
+
+
+def test_each_mismatch_is_a_failing_string_minimised_and_clustered_by_cause(tmp_path, engines):
+    """Every hunt ends in triage: each mismatching code point is committed as the probe text that
+    differs on its own, and the clusters are causes (one per planted table change), each with a
+    reproducer that fails alone."""
+    from uhunt_engines import nbsp_is_not_space, reference, u180e_is_space
+
+    out = tmp_path / "out"
+    assert run_cli(*sweep_args(out, "--workers", "1")).returncode == 1
+    doc = json.loads((out / "unicode.json").read_text())
+    findings = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
+    build = {CANDIDATES[0]: u180e_is_space(), CANDIDATES[1]: nbsp_is_not_space()}
+    ref = reference()
+    for spec, result in doc["candidates"].items():
+        mine = [f for f in findings if f["engine"] == spec]
+        assert len(mine) == result["count"] > 0  # one failing string per mismatching code point
+        for f in mine:
+            text = "".join(t for t, _ in f["input"])
+            assert build[spec].encode_batch([text]) != ref.encode_batch([text]), f["sample_id"]
+    clusters = json.loads((out / "clusters.json").read_text())["clusters"]
+    assert sorted(c["engine"] for c in clusters) == sorted(CANDIDATES), [(c["engine"], c["key"]) for c in clusters]
+    for c in clusters:
+        assert c["example_minimized"] is not None and c["key"].startswith("ids/unicode/whitespace@"), c["key"]
+        text = "".join(t for t, _ in c["example_minimized"]["input"])
+        assert build[c["engine"]].encode_batch([text]) != ref.encode_batch([text])
+    assert (out / "triage.jsonl").read_text().count("\n") == len(findings)

@@ -26,12 +26,23 @@ The explanations, tried in this order (the first that holds names the cause):
                bytes") and names them ``ids/length/bytes>=500`` (``chars``, or neither when only
                ASCII runs say it)
   cut          a run with one other character near its end (``'1'×24997 + '\\x1c' + '1'×3``) that
-               agrees one character shorter: a character at a length threshold,
-               ``ids/cut/chars>=25001`` whatever the character (merged like ``length``)
+               agrees one character shorter while the plain run as long agrees: a character at a
+               length threshold, ``ids/cut/chars>=25001`` whatever the character (merged like
+               ``length``). When the plain run as long differs too, and is a threshold, the other
+               characters are incidental: it is that ``length`` cause (``'.'×495 + '\\x00' + '.'×4``
+               and ``'/'×2 + '-'×112 + ...`` are ``'.'×500``'s and ``'-'×500``'s 500 bytes; so is a
+               reproducer that is one pre-token of the reference's pattern, '\\xa0' + 'a'×498). A
+               long reproducer of several runs (at least ``LONG_TEXT_CHARS``: a separator family at a
+               chunk size) that agrees one unit shorter is a threshold on the text's length: a ``cut``
+               when a character found nowhere in its body sits near its end, else a ``length``.
+               Thresholds within 1/``NEAR`` of each other are one (a chunk of 25,000 characters
+               first shows at 25,001 in one run and at 25,008 in another)
   unicode      a code point whose Unicode data differs between versions (assigned in, or with a
                general category changed in, a version newer than the oldest known), or that some
                engines count as whitespace, or that NFC/NFKC changes:
-               ``ids/unicode/<assigned|category|whitespace|nfc|nfkc>@<version>``
+               ``ids/unicode/<assigned|category|whitespace|nfc|nfkc>@<version>``; or a sequence that
+               NFC/NFKC changes though none of its code points does alone (a letter and its
+               combining mark): ``ids/unicode/nfc@normalization``
   cross-split  the engine's first differing token spans a boundary of the reference's
                pre-tokenizer: a token joined across a split, whatever the characters:
                ``ids/cross-split``
@@ -65,6 +76,9 @@ from verify.unicode_tables.whitespace import WHITESPACE_LIKE
 CONTRACTION_SUFFIXES = ("s", "t", "re", "ve", "m", "ll", "d")
 MIN_RUN_CHARS = 8  # a shorter run is no length threshold
 CUT_NEAR_END = 8  # the probe of a cut sits within this many characters of the end
+MAX_UNITS_TRIED = 3  # plain runs tried per reproducer of several runs (its longest units)
+LONG_TEXT_CHARS = 512  # a reproducer this long that agrees one unit shorter is a length threshold
+NEAR = 1000  # thresholds within 1/NEAR of each other are one (a cut meets tokens a few characters on)
 
 
 @dataclass(frozen=True)
@@ -265,6 +279,84 @@ def _threshold(segments: list, probe: Probe) -> tuple[list, int, str] | None:
 
 
 def _length(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
+    cause = _run_length(head, block, probe)
+    if cause is not None and cause.kind == "length":
+        return cause
+    return _uniform(head, block, probe) or cause or _long_text(head, block, probe)
+
+
+def _long_text(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
+    """A long reproducer of several runs (a separator family at a chunk size: ``'a'×12500 + '\\x1c' +
+    'a'×12500``) that agrees one unit shorter: a threshold on the text's length, whatever sits in
+    its body -- a ``cut`` when a character found nowhere in the body sits near its end (``'a.'×12498
+    + '\\x00' + '.a'×2``), else a ``length``."""
+    segments = block.get("input") or []
+    if len(segments) != 1 or len(segments[0][0]) < LONG_TEXT_CHARS:
+        return None
+    found = _threshold(segments, probe)
+    if found is None:
+        return None
+    _, _, unit = found
+    text = segments[0][0]
+    body, end = text[:-CUT_NEAR_END], text[-CUT_NEAR_END:]
+    probe_chars = "".join(dict.fromkeys(c for c in end if c not in set(body)))
+    n, size = len(text), len(text.encode("utf-8"))
+    is_ascii = text.isascii()
+    chars, bytes_ = (n - len(unit), n), (size - len(unit.encode("utf-8")), size)
+    if probe_chars:
+        return Cause("cut", f"{head}/cut/{'' if is_ascii else 'chars'}>={n}",
+                     f"a character at a length threshold ({n} characters): {_readable(text)}",
+                     chars=chars, bytes=bytes_, ascii=is_ascii, params={"probe": probe_chars})
+    return Cause("length", f"{head}/length/{'' if is_ascii else 'chars'}>={n}",
+                 f"a text of {n} characters ({size} bytes) differs, one shorter agrees: {_readable(text)}",
+                 chars=chars, bytes=bytes_, ascii=is_ascii, params={"unit": unit, "text": True})
+
+
+def _uniform(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
+    """A reproducer of several runs (``'.'×495 + '\\x00' + '.'×4``, ``'/'×2 + '-'×112 + ...``,
+    ``'\\xa0' + 'a'×498``) whose content does not matter, only its length: a plain run of one of its
+    units, as long in characters or in bytes, still differs and is itself a length threshold; or
+    (the reference's pattern known) the reproducer is one pre-token piece that agrees one unit
+    shorter -- a threshold on the piece's length, whatever its characters. Then it is that
+    ``length`` cause (a character only when neither holds: a ``cut``)."""
+    segments = block.get("input") or []
+    if len(segments) != 1 or len(segments[0][0]) < MIN_RUN_CHARS:
+        return None
+    text, allow = segments[0]
+    runs = to_runs(text)
+    if len(runs) < 2:
+        return None
+    size = len(text.encode("utf-8"))
+    units = sorted({u for u, n in runs if n > 1},  # units that repeat: a run's content, not a probe
+                   key=lambda u: -sum(n * len(v) for v, n in runs if v == u))[:MAX_UNITS_TRIED]
+    tried = set()
+    for unit in units:
+        width = len(unit.encode("utf-8"))
+        for plain in (unit * (len(text) // len(unit)) if len(text) % len(unit) == 0 else "",
+                      unit * (size // width) if size % width == 0 else ""):
+            if not plain or plain in tried:
+                continue
+            tried.add(plain)
+            if probe.agree([[plain, allow]]) is not False:
+                continue
+            cause = _run_length(head, {"input": [[plain, allow]]}, probe)
+            if cause is not None and cause.kind == "length":
+                return replace(cause, name=f"{cause.name.split(': ', 1)[0]} (as {_readable(plain, 40)}): "
+                                           f"{_readable(text)}", params={**cause.params, "uniform": True})
+    if probe.pattern is None or [m.group() for m in probe.pattern.finditer(text)] != [text]:
+        return None
+    found = _threshold(segments, probe)
+    if found is None:
+        return None
+    runs, k, unit = found
+    chars, bytes_ = len(text), size
+    return Cause("length", f"{head}/length/{'' if text.isascii() else 'chars'}>={chars}",
+                 f"a pre-token of {chars} characters ({size} bytes) differs, one shorter agrees: {_readable(text)}",
+                 chars=(chars - len(unit), chars), bytes=(size - len(unit.encode('utf-8')), size), ascii=text.isascii(),
+                 params={"unit": unit, "piece": True})
+
+
+def _run_length(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
     segments = block.get("input") or []
     found = _threshold(segments, probe)
     if found is None:
@@ -319,6 +411,10 @@ def _unicode(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
             return Cause("unicode", f"{head}/unicode/{what}@{version}",
                          f"Unicode data ({what}, {version}): U+{ord(ch):04X} in {_readable(text)}",
                          params={"code_point": f"U+{ord(ch):04X}"})
+    for form in ("NFC", "NFKC"):  # no code point alone, but the sequence composes ('a' + U+0300 -> U+00E0)
+        if unicodedata.normalize(form, text) != text:
+            return Cause("unicode", f"{head}/unicode/{form.lower()}@normalization",
+                         f"Unicode normalization ({form} changes the sequence): {_readable(text)}")
     return None
 
 
@@ -347,12 +443,25 @@ def _cross_split(head: str, block: dict[str, Any], probe: Probe) -> Cause | None
 # --- one threshold across character classes --------------------------------------------------------
 
 def _meets(a: tuple[int, int] | None, b: tuple[int, int] | None) -> bool:
-    return a is not None and b is not None and max(a[0], b[0]) < min(a[1], b[1])
+    """Whether two ``(lo, hi]`` thresholds are one: they share a point, or lie within 1/``NEAR`` of
+    each other (a chunk size of 25,000 characters first shows at 25,001 in one run and at 25,008
+    in another, where the chunk boundary first splits a token)."""
+    if a is None or b is None:
+        return False
+    slack = max(a[1], b[1]) // NEAR
+    return max(a[0], b[0]) - slack < min(a[1], b[1])
 
 
-def _common(intervals: list) -> bool:
-    """Whether the ``(lo, hi]`` intervals share a point."""
-    return all(i is not None for i in intervals) and max(i[0] for i in intervals) < min(i[1] for i in intervals)
+def _best_point(intervals: list) -> tuple[int, int]:
+    """``(point, how many)``: the point that the most ``(lo, hi]`` intervals contain (the lowest
+    such), e.g. 500 for ``'a'×500`` (499, 500] and ``'\u200b'×167`` (498, 501] in bytes."""
+    known = [i for i in intervals if i is not None]
+    best = (0, 0)
+    for point in sorted({hi for _, hi in known}):
+        n = sum(1 for lo, hi in known if lo < point <= hi)
+        if n > best[1]:
+            best = (point, n)
+    return best
 
 
 def merge_length(causes: Sequence[tuple[str, Cause]]) -> dict[int, Cause]:
@@ -383,12 +492,16 @@ def merge_length(causes: Sequence[tuple[str, Cause]]) -> dict[int, Cause]:
     for members in groups.values():
         group = [causes[m][1] for m in members]
         first = group[0]
+        # the measure and the bound that explain the most members (a run whose threshold is one
+        # character off, like '"'×501 among 500-byte runs, does not rename the rest)
+        (at_chars, by_chars), (at_bytes, by_bytes) = (_best_point([c.chars for c in group]),
+                                                      _best_point([c.bytes for c in group]))
         if all(c.ascii for c in group):
-            measure = ""  # characters and bytes are one measure
+            measure, hi = "", at_chars  # characters and bytes are one measure
+        elif by_bytes > by_chars:
+            measure, hi = "bytes", at_bytes
         else:
-            chars, bytes_ = _common([c.chars for c in group]), _common([c.bytes for c in group])
-            measure = "bytes" if bytes_ and not chars else "chars"
-        hi = min((c.bytes if measure == "bytes" else c.chars)[1] for c in group)
+            measure, hi = "chars", at_chars
         head = first.key.split(f"/{first.kind}/")[0]
         key = f"{head}/{first.kind}/{measure}>={hi}"
         what = {"bytes": f"{hi} UTF-8 bytes", "chars": f"{hi} characters", "": f"{hi} characters (or bytes)"}[measure]

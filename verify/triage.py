@@ -66,7 +66,7 @@ from typing import Any, Iterator
 
 from verify import jsonl
 from verify.cause_clusters import CauseCluster, join_by_cause
-from verify.causes import Cause, Probe, explain
+from verify.causes import CUT_NEAR_END, LONG_TEXT_CHARS, NEAR, Cause, Probe, explain
 from verify.classify import MAX_SAMPLE_IDS, Cluster, Clusters, TagRule, load_tags, signature, signature_key
 from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
@@ -98,7 +98,7 @@ SKIP_ORDER = (SKIP_PER_CLUSTER, SKIP_NO_INPUT, SKIP_NO_ENGINE, SKIP_BUDGET, SKIP
 
 __all__ = ["CLUSTERS_SCHEMA", "TRIAGE_SCHEMA", "TriageSummary", "run_triage", "committed_records",
            "load_record_input", "load_record_history", "joined_triage", "read_clusters", "read_triage_info",
-           "triaged_records", "still_fails", "minimized_fields", "SKIP_BUDGET", "SKIP_NOT_REPRODUCED"]
+           "triaged_records", "still_fails", "minimized_fields", "SKIP_BUDGET", "SKIP_NOT_REPRODUCED", "probe_of"]
 
 
 @dataclass
@@ -368,6 +368,9 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
     found: list[tuple[_Item, dict[str, Any]]] = []  # minimised so far, for findings of a cause already found
     for n, item in enumerate(items):
         known = _known_cause(item, found, out)
+        reference, executor = pool.try_get(item.reference), pool.try_get(item.engine)
+        if known is None and not isinstance(reference, str) and not isinstance(executor, str):
+            known = _known_threshold(item, found, out, reference, executor)
         if known is not None:
             minimized[item.index] = known
             if item.cluster.example is None:
@@ -378,7 +381,6 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
         if remaining <= 0:
             skipped[item.index] = SKIP_BUDGET
             continue
-        reference, executor = pool.try_get(item.reference), pool.try_get(item.engine)
         if isinstance(reference, str) or isinstance(executor, str):
             skipped[item.index] = SKIP_UNAVAILABLE
             continue
@@ -432,6 +434,34 @@ def _known_cause(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out: Pa
     return None
 
 
+def _known_threshold(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out: Path, reference,
+                     executor) -> dict[str, Any] | None:
+    """The block of a long reproducer already found for ``item``'s engine (L characters: a length
+    threshold, since it agrees one shorter) when ``item``'s input is about as long (L to L + L/NEAR
+    + CUT_NEAR_END characters: the same chunk size met a few characters on, or a character probed at
+    the cut) and its first L - 1 characters agree: the same threshold, without minimising again.
+    One encode of each engine instead of a minimisation of a long input per finding."""
+    if item.kind != "ids" or item.record.get("history") or item.record.get("session"):
+        return None
+    candidates = [(it, b) for it, b in found if (it.engine, it.reference, it.kind) ==
+                  (item.engine, item.reference, item.kind) and not b.get("history") and len(b["input"]) == 1
+                  and len(b["input"][0][0]) >= LONG_TEXT_CHARS]
+    if not candidates:
+        return None
+    sample = load_record_input(item.record, out)
+    if sample is None or len(sample.segments) != 1:
+        return None
+    text, allow = sample.segments[0].text, sample.segments[0].allow_special
+    for other, block in candidates:
+        size = len(block["input"][0][0])
+        if not size <= len(text) <= size + size // NEAR + CUT_NEAR_END:
+            continue
+        shorter = Sample.from_segments(sample.id, [(text[:size - 1], allow)])
+        if agree(reference.encode([shorter])[0], executor.encode([shorter])[0]):
+            return {**block, "same_as": other.record.get("finding_key"), "same_threshold": size}
+    return None
+
+
 class _Explainer:
     """Explains a symptom cluster from its minimised example (``verify.causes``), asking the
     engines of the pool what explaining needs (does a shorter run agree?)."""
@@ -444,15 +474,8 @@ class _Explainer:
         ident = (engine, reference)
         if ident not in self._probes:
             ref, cand = self.pool.try_get(reference), self.pool.try_get(engine)
-            probe = Probe()
-            if not isinstance(ref, str) and not isinstance(cand, str) and engine != reference:
-                def agree_on(segments: list, ref=ref, cand=cand) -> bool | None:
-                    sample = Sample.from_segments("explain", [(t, a) for t, a in segments])
-                    a, b = ref.encode([sample])[0], cand.encode([sample])[0]
-                    return agree(a, b) if is_ids(a) and is_ids(b) else None
-                probe.agree = agree_on
-                probe.specials, probe.pattern = _vocabulary_facts(ref)
-            self._probes[ident] = probe
+            usable = not isinstance(ref, str) and not isinstance(cand, str) and engine != reference
+            self._probes[ident] = probe_of(ref, cand) if usable else Probe()
         return self._probes[ident]
 
     def __call__(self, c: Cluster) -> Cause:
@@ -461,6 +484,20 @@ class _Explainer:
         first = self.first.smallest.get(id(c)) or []
         input_key = (first[0][2] or {}).get("input_key", "") if first and first[0][2] else ""
         return explain(c.kind, error_type, c.example, probe, symptom=c.key, input_key=input_key or c.key)
+
+
+def probe_of(reference, candidate) -> Probe:
+    """What explaining may ask of two running engines (executors): whether they agree on a text,
+    and the reference's special-token literals and pre-tokenizer pattern."""
+    def agree_on(segments: list) -> bool | None:
+        sample = Sample.from_segments("explain", [(t, a) for t, a in segments])
+        a, b = reference.encode([sample])[0], candidate.encode([sample])[0]
+        return agree(a, b) if is_ids(a) and is_ids(b) else None
+
+    probe = Probe()
+    probe.agree = agree_on
+    probe.specials, probe.pattern = _vocabulary_facts(reference)
+    return probe
 
 
 def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any]:

@@ -46,7 +46,9 @@ def run(args) -> int:
     for spec, why in result.not_loaded.items():
         print(f"{spec}: not loaded ({why})", file=sys.stderr)
     for spec, doc in result.report["candidates"].items():
-        cuts = "; ".join(f"{t['length']:,} ({len(t['families'])} families, e.g. {t['families'][0]})"
+        cuts = "; ".join(f"{'at most ' if t.get('not_exact') else ''}{t['length']:,}"
+                         f"{' on and off' if t.get('on_and_off') else ''} "
+                         f"({len(t['families'])} families, e.g. {t['families'][0]})"
                          for t in doc["thresholds"][:6]) or "none"
         print(f"{spec}: {doc['families_differing']} of {len(doc['families'])} families differ; "
               f"first divergent lengths: {cuts}")

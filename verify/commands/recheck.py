@@ -42,7 +42,12 @@ def add_parser(sub) -> None:
     add_out_option(p, "recheck")
     p.add_argument("--allow-unavailable", action="store_true",
                    help="an engine that is not installed does not fail the run (it is still reported)")
-    p.add_argument("--add", metavar="ID", help="record a new case instead: --engine SPEC --reference SPEC --text T")
+    p.add_argument("--add", metavar="ID", help="record a new case instead: --engine SPEC --reference SPEC --text T, "
+                                               "or --from OUT --cluster KEY")
+    p.add_argument("--from", dest="from_out", type=Path, metavar="OUT",
+                   help="with --add: a hunt's OUT whose cluster --cluster KEY gives the case (its minimised "
+                        "reproducer, and the calls before it when it depends on history)")
+    p.add_argument("--cluster", metavar="KEY", help="with --from: the cluster's key (clusters.json)")
     p.add_argument("--reference", metavar="SPEC", help="with --add: the reference")
     p.add_argument("--text", metavar="TEXT", help="with --add: the input (plain text; \\uXXXX escapes allowed)")
     p.add_argument("--title", default="", help="with --add: one line, what goes wrong")
@@ -51,20 +56,52 @@ def add_parser(sub) -> None:
     add_pool_options(p)
 
 
+def _from_cluster(args):
+    """``(engine spec, reference spec, sample, history or None)`` of ``--cluster KEY`` in ``--from OUT``."""
+    from verify.history import History
+    from verify.sample import Sample
+    from verify.triage import read_clusters
+
+    if not args.cluster:
+        raise UsageError("--from OUT needs --cluster KEY (a key of OUT/clusters.json)")
+    try:
+        clusters = read_clusters(args.from_out)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--from {args.from_out}: no readable clusters.json ({exc})") from None
+    found = [c for c in clusters if c.get("key") == args.cluster]
+    if not found:
+        raise UsageError(f"--cluster {args.cluster!r}: not among the {len(clusters)} clusters of "
+                         f"{args.from_out}/clusters.json")
+    block = found[0].get("example_minimized")
+    if not block or not block.get("input"):
+        raise UsageError(f"--cluster {args.cluster!r} has no minimised reproducer to record")
+    sample = Sample.from_segments(args.add, [(t, bool(a)) for t, a in block["input"]])
+    history = History.from_json(block["history"], sample_id=args.add) if block.get("history") else None
+    if history is not None and (history.victim_sample is None or history.victim_sample.segments != sample.segments):
+        raise UsageError(f"--cluster {args.cluster!r}: its history's victim is a whole batch call, which a "
+                         "case cannot hold yet")
+    return found[0]["engine"], found[0]["reference"], sample, history
+
+
 def add_case(args) -> int:
     """``verify recheck --add ID``: encode the input on both engines and write the case."""
     from verify.adversarial.regressions.record import check_case_id, record_case, write_case
     from verify.executors.pool import EnginePool
     from verify.sample import Sample
 
-    if not (args.engine and len(args.engine) == 1 and args.reference and args.text is not None):
-        raise UsageError("--add ID needs one --engine SPEC, --reference SPEC and --text TEXT")
     check_case_id(args.add)  # before any engine starts
-    text = args.text.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in args.text \
-        else args.text
+    if args.from_out is not None:
+        engine_spec, reference_spec, sample, history = _from_cluster(args)
+    elif args.engine and len(args.engine) == 1 and args.reference and args.text is not None:
+        text = args.text.encode("latin-1", "backslashreplace").decode("unicode_escape") if "\\" in args.text \
+            else args.text
+        engine_spec, reference_spec, sample, history = args.engine[0], args.reference, Sample.plain(args.add, text), None
+    else:
+        raise UsageError("--add ID needs one --engine SPEC, --reference SPEC and --text TEXT, or --from OUT "
+                         "--cluster KEY")
     with EnginePool(engine_options(args)) as pool:
-        reference, engine = pool.start([args.reference, args.engine[0]])
-        doc = record_case(args.add, args.title, engine, reference, Sample.plain(args.add, text), args.notes)
+        reference, engine = pool.start([reference_spec, engine_spec])
+        doc = record_case(args.add, args.title, engine, reference, sample, args.notes, history=history)
     path = write_case(args.cases or _default_cases(), doc)
     print(f"recorded {path}: token {doc.get('token_index')} differs")
     return EXIT_OK

@@ -7,7 +7,9 @@ work as for ``verify run``. Engines are isolated by default, so a crash or hang 
 code points instead of ending the sweep; ``--candidate all`` adds every installed engine
 on the reference's vocabulary, and those that fail to load are reported, not fatal. OUT
 gets unicode.json / unicode.md (the sweep's report) and manifest.json / summary.md
-(every command's), where each swept code point counts as one sample.
+(every command's), where each swept code point counts as one sample; each mismatching code
+point's failing string is a finding in divergences.jsonl, minimised and clustered by cause
+(triage.jsonl, clusters.json) within --minimize-budget.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def add_parser(sub) -> None:
                    help="one past the last code point (default 110000)")
     p.add_argument("--shard-code-points", type=int, default=None, metavar="N",
                    help="code points per shard (default 32768: 34 shards over the whole range)")
-    add_job_options(p, minimize_budget=None)
+    add_job_options(p)
     add_pool_options(p)
 
 

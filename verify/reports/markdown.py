@@ -56,7 +56,7 @@ def _causes(clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
             row["count"] += c["count"]
             row["clusters"] += 1
             row["tags"].update(c["tags"])
-    rows = sorted(causes.values(), key=lambda row: (-row["count"], row["engine"], row["cause"]))
+    rows = sorted(causes.values(), key=lambda row: (-row["count"], row["engine"] or "", row["cause"]))
     return [{**row, "tags": ", ".join(sorted(row["tags"]))} for row in rows]
 
 

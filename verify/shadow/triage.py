@@ -9,7 +9,7 @@ and, beside each shard's, its extra's ``findings`` list (``verify.shadow.run``):
 finding's signature (computed in the worker on the full input, so a redacted record
 clusters as it would unredacted), its input's length and the replay engine that reproduced
 it, or why none did. It is ``verify triage`` (``verify.triage``: cluster keys and tags from
-``verify.classify``, ``minimise`` with ``still_fails``/``minimized_fields``, the same files
+``verify.classify``, ``verify.reproduce`` to minimise, ``verify.causes`` to explain, the same files
 and schemas) with what shadow findings need: production's tokenizer cannot be re-run, so
 a finding is minimised only against a *replay engine* that reproduced production's output
 on its full input; otherwise its cluster's reproducer is the smallest member's input
@@ -22,9 +22,16 @@ minimised (``per_cluster`` candidates, as locators). Under ``--redact`` a candid
 input is read again from its shadow file (by position, checked against its
 ``input_key``) in memory only: nothing unredacted is ever written for triage to read back.
 
+Findings are first grouped by *symptom* (the character classes at the first difference:
+cheap, and a way to choose what to minimise); each symptom cluster's minimised reproducer is
+then *explained* (``verify.causes``, asking the reference and the replay engine), and symptom
+clusters of one cause are one cluster whose key is that cause -- the key ``--known-clusters``
+and ``--allowlist`` match. A new bug therefore never inherits the key of a known one because
+both first differ between a letter and a space; a cluster that could not be minimised is
+keyed by its smallest member's input, so it stays new until the same input comes again.
+
 Each cluster gets a status: ``allowlisted`` (a row of ``--allowlist`` accepts it),
-``known`` (``--known-clusters PREVIOUS_OUT`` had it: same engine and key, or the same
-cause, i.e. minimised reproducer) or ``new``.
+``known`` (``--known-clusters PREVIOUS_OUT`` had it: same engine and cause key) or ``new``.
 """
 
 from __future__ import annotations
@@ -37,22 +44,25 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from verify import atomic, jsonl
-from verify.classify import Cluster, TagRule, cause_key, signature_key, tags_for
+from verify.cause_clusters import MAX_MEMBERS, join_by_cause
+from verify.causes import Cause, Probe, explain
+from verify.classify import Cluster, TagRule, signature_key, tags_for
 from verify.errors import UsageError
-from verify.minimize import minimise
+from verify.executors.pool import EnginePool
+from verify.reproduce import reproduce
 from verify.sample import Sample
 from verify.shadow.redact import redact_minimized
 from verify.shadow.schema import parse_timestamp
-from verify.triage import (CLUSTERS_SCHEMA, SKIP_BUDGET, SKIP_NO_ENGINE, SKIP_NO_INPUT, SKIP_NOT_REPRODUCED,
+from verify.triage import (CLUSTERS_SCHEMA, SKIP_BUDGET, SKIP_NO_ENGINE, SKIP_NO_INPUT,
                            SKIP_PER_CLUSTER, SKIP_UNAVAILABLE, TriageSummary, committed_records,
-                           load_record_input, minimized_fields, read_clusters, still_fails)
+                           MAX_GROUPS, first_token, load_record_input, probe_of, read_clusters)
 
 SHADOW_REPORT = "shadow.json"
 LOCATED = ("token_index", "byte_offset", "char_offset", "expected_len", "actual_len", "expected", "actual", "error")
 MAX_REQUEST_IDS = 20  # request ids listed per cluster
 MAX_LISTED_REQUESTS = 10_000  # mismatched requests (and bad records) listed in shadow.json
 SKIP_INPUT_GONE = "input not found again in its shadow file"
-Ident = tuple  # (engine, reference, cluster key)
+Ident = tuple  # (engine, reference, cause key); a symptom group's: (engine, reference, symptom key, first token)
 
 
 class KnownClusters:
@@ -60,8 +70,7 @@ class KnownClusters:
     each was first seen (``shadow.json``)."""
 
     def __init__(self, out: Path | None = None):
-        self.keys: set[tuple[str, str]] = set()
-        self.causes: set[tuple[str, str]] = set()
+        self.keys: set[tuple[str, str]] = set()  # (engine, cause key)
         self.first_seen: dict[tuple[str, str], str] = {}
         self.clusters: list[dict[str, Any]] = []
         self.out = out
@@ -77,14 +86,12 @@ class KnownClusters:
             raise UsageError(f"--known-clusters {out}: unreadable ({exc})") from None
         for c in self.clusters:
             self.keys.add((c.get("engine"), c.get("key")))
-            if c.get("cause"):
-                self.causes.add((c.get("engine"), c["cause"]))
         for c in previous.get("clusters", []):
             if c.get("first_seen"):
                 self.first_seen[(c.get("engine"), c.get("key"))] = c["first_seen"]
 
     def match(self, c: Cluster) -> bool:
-        return (c.engine, c.key) in self.keys or (c.cause is not None and (c.engine, c.cause) in self.causes)
+        return (c.engine, c.key) in self.keys
 
 
 def member_of(record: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +118,19 @@ class Facts:
     session_turns: int = 0
     vocab_differs: bool = False  # some member's vocab_sha256 is not the reference's
     later_turns: bool = False  # some member is a session turn after the first
+
+    def merge(self, other: "Facts") -> None:
+        """Add the facts of another cluster's members (symptom clusters joined by one cause)."""
+        for stamp in (other.first, other.last):
+            if stamp is not None:
+                self.first = stamp if self.first is None else min(self.first, stamp)
+                self.last = stamp if self.last is None else max(self.last, stamp)
+        self.versions |= other.versions
+        self.request_ids += other.request_ids[:max(0, MAX_REQUEST_IDS - len(self.request_ids))]
+        self.digest_only += other.digest_only
+        self.session_turns += other.session_turns
+        self.vocab_differs |= other.vocab_differs
+        self.later_turns |= other.later_turns
 
     def add(self, m: dict[str, Any]) -> None:
         when = parse_timestamp(m["timestamp"]) if m.get("timestamp") else None
@@ -148,6 +168,17 @@ class _ClusterState:
     candidates: list[_Candidate] = field(default_factory=list)
     status: dict[str, Any] = field(default_factory=dict)
     reproducer: dict[str, Any] | None = None  # when none was minimised
+    cause: Cause | None = None  # a symptom cluster: what explains its minimised reproducer; joined: its cause
+    members: list[Cluster] = field(default_factory=list)  # a joined cluster: its symptom clusters
+
+    def as_dict(self) -> dict[str, Any]:
+        """The cluster as clusters.json keeps it."""
+        doc = {**self.cluster.as_dict(), "status": self.status["status"]}
+        if self.cause is not None:
+            doc.update({"cause_kind": self.cause.kind, "name": self.cause.name, "explanation": self.cause.as_dict(),
+                        "members": [{"symptom": m.key, "count": m.count} for m in self.members[:MAX_MEMBERS]],
+                        "members_total": len(self.members)})
+        return doc
 
 
 @dataclass
@@ -193,7 +224,9 @@ class ShadowTriage:
         self.rules, self.redact, self.per_cluster, self.budget_s = rules, redact, per_cluster, budget_s
         self.known = known or KnownClusters()
         self.allowlist = allowlist
-        self.states: dict[Ident, _ClusterState] = {}
+        self.states: dict[Ident, _ClusterState] = {}  # by symptom, then (``_join``) by cause
+        self.joined: dict[Ident, _ClusterState] = {}  # symptom group ident -> its cause cluster's state
+        self.groups: dict[tuple, list[str]] = {}  # (engine, reference, symptom key) -> its first tokens
         self.minimized: dict[int, dict[str, Any]] = {}  # finding index -> its minimised block
         self.tried: dict[int, str] = {}  # candidates not minimised -> why
 
@@ -201,7 +234,12 @@ class ShadowTriage:
         out = Path(out)
         records = self._collect(out, store, markers)
         started = time.monotonic()
-        self._minimise(out, plan, engine)
+        pool = EnginePool(engine)  # engines start only for what is minimised and explained
+        try:
+            self._minimise(out, plan, pool)
+        finally:
+            pool.close()
+        self._join()
         for st in self.states.values():
             self._settle(st)
         summary = TriageSummary(clusters=[st.cluster for st in self.states.values()], records=records,
@@ -209,8 +247,7 @@ class ShadowTriage:
                                 budget_s=self.budget_s)
         outcome = self._write(out, store, markers, summary)
         atomic.write_json(out / "clusters.json", {"schema": CLUSTERS_SCHEMA, "clusters": [
-            {**c.as_dict(), "status": self.states[(c.engine, c.reference, c.key)].status["status"]}
-            for c in summary.clusters]})
+            self.states[(c.engine, c.reference, c.key)].as_dict() for c in summary.clusters]})
         atomic.write_json(out / "triage.json", {**summary.as_info(), "stage": "verify shadow"}, ensure_ascii=True)
         return outcome
 
@@ -219,11 +256,10 @@ class ShadowTriage:
         n = 0
         for index, (shard, record, meta) in enumerate(committed_findings(out, store, markers)):
             n += 1
-            key = signature_key(meta["signature"])
-            ident = (record["engine"], record["reference"], key)
+            ident = self._group(record, meta)
             st = self.states.get(ident)
             if st is None:
-                c = Cluster(key, record["engine"], record["reference"], meta["signature"])
+                c = Cluster(ident[2], record["engine"], record["reference"], meta["signature"])
                 if self.rules:
                     c.tags, c.links = tags_for(c.engine, c.key, self.rules)
                 st = self.states[ident] = _ClusterState(c)
@@ -246,6 +282,20 @@ class ShadowTriage:
             del st.candidates[self.per_cluster:]  # the rest: not first in cluster
         return n
 
+    def _group(self, record: dict[str, Any], meta: dict[str, Any]) -> Ident:
+        """A finding's symptom group: its symptom and its first differing token (two bugs met between
+        the same character classes are two groups, each minimised), at most ``MAX_GROUPS`` per
+        symptom (the rest go to its first). The same answer in both passes over the findings."""
+        base = (record["engine"], record["reference"], signature_key(meta["signature"]))
+        token = first_token(record)
+        tokens = self.groups.setdefault(base, [])
+        if token not in tokens:
+            if len(tokens) >= MAX_GROUPS:
+                token = tokens[0]
+            else:
+                tokens.append(token)
+        return (*base, token)
+
     def _reproducer(self, record: dict[str, Any], note: str | None) -> dict[str, Any]:
         """A cluster's reproducer when none is minimised: the record's input, or its redacted form."""
         doc = {"minimized": False, "why": note, "request_id": (record.get("shadow") or {}).get("request_id"),
@@ -256,7 +306,9 @@ class ShadowTriage:
         return {**doc, "input": record.get("input"), "input_file": record.get("input_file")}
 
     # --- minimising, against the replay engines, within one budget -------------------------------
-    def _minimise(self, out: Path, plan, engine) -> None:
+    def _minimise(self, out: Path, plan, pool: EnginePool) -> None:
+        """Minimise each symptom cluster's candidates against its replay engine, within the budget,
+        and explain the first minimised reproducer of each (before any redaction)."""
         work = sorted((st for st in self.states.values() if st.candidates),
                       key=lambda st: (-st.cluster.count, st.cluster.key))
         if not work:
@@ -266,40 +318,68 @@ class ShadowTriage:
                 for cand in st.candidates:
                     self.tried[cand.index] = SKIP_BUDGET
             return
-        from verify.executors.pool import EnginePool
-
         samples = self._samples(out, plan, [cand for st in work for cand in st.candidates])
         started = time.monotonic()
-        pool = EnginePool(engine)
-        try:
-            for n, st in enumerate(work):
-                c = st.cluster
-                for cand in st.candidates:
-                    remaining = self.budget_s - (time.monotonic() - started)
-                    if remaining <= 0:
-                        self.tried[cand.index] = SKIP_BUDGET
-                        continue
-                    sample = samples.get(cand.index)
-                    reference, replay = pool.try_get(plan.reference), pool.try_get(cand.replay)
-                    if sample is None or isinstance(reference, str) or isinstance(replay, str):
-                        self.tried[cand.index] = SKIP_INPUT_GONE if sample is None else SKIP_UNAVAILABLE
-                        continue
-                    share = remaining / (len(work) - n)
-                    result = minimise(sample, still_fails("ids", reference, replay), budget_s=share)
-                    block = minimized_fields("ids", reference, replay, result) if result.reproduced else None
-                    if block is None:
-                        self.tried[cand.index] = SKIP_BUDGET if result.stopped_on_budget and not result.reproduced \
-                            else SKIP_NOT_REPRODUCED
-                        continue
-                    block["replay_engine"] = replay.spec
-                    cause = cause_key(c.engine, c.kind, block["input"])
-                    if self.redact:
-                        block = redact_minimized(block, result.initial_chars)
-                    self.minimized[cand.index] = block
-                    if c.example is None:
-                        c.example, c.cause = block, cause
-        finally:
-            pool.close()
+        for n, st in enumerate(work):
+            c = st.cluster
+            for cand in st.candidates:
+                remaining = self.budget_s - (time.monotonic() - started)
+                if remaining <= 0:
+                    self.tried[cand.index] = SKIP_BUDGET
+                    continue
+                sample = samples.get(cand.index)
+                reference, replay = pool.try_get(plan.reference), pool.try_get(cand.replay)
+                if sample is None or isinstance(reference, str) or isinstance(replay, str):
+                    self.tried[cand.index] = SKIP_INPUT_GONE if sample is None else SKIP_UNAVAILABLE
+                    continue
+                share = remaining / (len(work) - n)
+                # as every triage: bounded by calls, each step keeping the finding's first-difference
+                # signature (never slipping to another bug of the same replay engine)
+                block, why = reproduce({"kind": "ids", "engine": c.engine, "reference": c.reference}, sample,
+                                       reference, replay, share)
+                if block is None:
+                    self.tried[cand.index] = why
+                    continue
+                block["replay_engine"] = replay.spec
+                if c.example is None:
+                    st.cause = explain(c.kind, None, block, probe_of(reference, replay), symptom=c.key)
+                if self.redact:
+                    block = redact_minimized(block, block["initial_chars"])
+                self.minimized[cand.index] = block
+                if c.example is None:
+                    c.example = block
+
+    def _join(self) -> None:
+        """Symptom clusters of one cause become one cluster keyed by it (``verify.cause_clusters``);
+        ``self.states`` is by cause from here on, ``self.joined`` maps each symptom to it."""
+        groups = list(self.states.items())
+        symptoms = [st for _, st in groups]
+        by_cluster = {id(st.cluster): st for st in symptoms}
+
+        def explain_one(c: Cluster) -> Cause:
+            st = by_cluster[id(c)]
+            if st.cause is not None:
+                return st.cause
+            if c.kind == "bad-input":  # the producer's records break the schema: the reason is the cause
+                return Cause("bad-input", c.key, "records that break verify.shadow/1")
+            input_key = (st.smallest[2].get("input_key") or "") if st.smallest else ""
+            return explain(c.kind, c.signature.get("error_type"), None, Probe(), symptom=c.key,
+                           input_key=input_key or c.key)
+
+        joined, of = join_by_cause([st.cluster for st in symptoms], explain_one, self.rules)
+        states: dict[int, _ClusterState] = {}
+        for cc in joined:
+            c = Cluster(cc.key, cc.engine, cc.reference, cc.signature, count=cc.count, sample_ids=list(cc.sample_ids),
+                        tags=cc.tags, links=cc.links, example=cc.example, cause=cc.key)
+            states[id(cc)] = _ClusterState(c, cause=cc.cause, members=list(cc.members))
+        for ident, st in groups:
+            joined_state = states[id(of[id(st.cluster)])]
+            joined_state.facts.merge(st.facts)
+            if st.smallest is not None and (joined_state.smallest is None or
+                                            st.smallest[:2] < joined_state.smallest[:2]):
+                joined_state.smallest = st.smallest
+            self.joined[ident] = joined_state
+        self.states = {(st.cluster.engine, st.cluster.reference, st.cluster.key): st for st in states.values()}
 
     def _samples(self, out: Path, plan, candidates: list[_Candidate]) -> dict[int, Sample]:
         """The candidates' inputs: from their records, else (redacted) read again from their shard."""
@@ -347,12 +427,14 @@ class ShadowTriage:
         def lines() -> Iterator[str]:
             nonlocal total
             for index, (_, record, meta) in enumerate(committed_findings(out, store, markers)):
-                key = signature_key(meta["signature"])
-                st = self.states[(record["engine"], record["reference"], key)]
+                ident = self._group(record, meta)
+                symptom = ident[2]
+                st = self.joined[ident]
                 c = st.cluster
-                entry = {"finding_key": record["finding_key"], "signature": meta["signature"], "cluster": key,
-                         "tags": c.tags, "cause": c.cause, "minimized": self.minimized.get(index),
-                         "status": st.status["status"]}
+                key = c.key
+                entry = {"finding_key": record["finding_key"], "signature": meta["signature"], "symptom": symptom,
+                         "cluster": key, "tags": c.tags, "cause": c.cause, "cause_kind": st.cause.kind,
+                         "minimized": self.minimized.get(index), "status": st.status["status"]}
                 reason = self._reason(index, _static_reason(record, meta))
                 if reason is not None:
                     entry["minimized_skipped"] = reason

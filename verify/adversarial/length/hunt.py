@@ -141,7 +141,12 @@ def length_report(plan, store, markers) -> dict[str, Any]:
                 thresholds.setdefault(st["first_divergent"], []).append(name)
         doc["families_differing"] = sum(len(v) for v in thresholds.values())
         doc["families_agreeing"] = len(doc["families"]) - doc["families_differing"]
-        doc["thresholds"] = [{"length": n, "cut": n - 1, "families": sorted(names)}
+        fams = doc["families"]
+        doc["thresholds"] = [{"length": n, "cut": n - 1, "families": sorted(names),
+                              # how the lengths from n fare (a dense divergence is "on and off from n")
+                              "on_and_off": sorted(f for f in names if fams[f].get("pattern") == "on and off"),
+                              # families whose scan below the boundary ran out: n is an upper bound
+                              "not_exact": sorted(f for f in names if fams[f].get("first_exact") is False)}
                              for n, names in sorted(thresholds.items())]
     return {"schema": LENGTH_SCHEMA, "reference": plan.reference, "max_chars": plan.options["max_chars"],
             "families_swept": swept, "families_planned": sum(len(s.families) for s in plan.shards),

@@ -58,6 +58,7 @@ SCAN_LONG = 8  # the same above LONG: each length is a large encode
 LONG = 100_000
 OFFSETS = (-4, -3, -2, -1, 0)  # from the last character of the text
 PER_POSITION_MAX = 50_000  # cuts above this get one text per probe character, the five positions filled
+SCAN_BACK_CHARS = 32_000_000  # characters scanned below a bisected boundary while windows keep differing
 MAX_PROBE_FINDINGS = 64
 
 
@@ -107,6 +108,8 @@ class CandidateLength:
     pattern: str | None = None  # "every length" or "on and off": how the PATTERN_SPAN lengths from T fared
     differing_after: list[int] | None = None  # [differ, tried] among the PATTERN_SPAN lengths from T
     agrees_up_to: int = 0  # the longest length seen to agree
+    first_exact: bool = True  # False: the scan below a bisected boundary ran out of SCAN_BACK_CHARS,
+    #                          so a shorter length may differ too (on and off far below)
     reference_failed_at: int | None = None  # the reference itself failed: nothing to compare beyond
     probed_by: str | None = None  # the family of the shard whose cut probes stand for this threshold
     probes: int = 0  # cut probes encoded
@@ -244,7 +247,9 @@ class FamilySearch:
         st.pattern = "every length" if len(found) == tried else "on and off"
 
     def _differs(self, ex, n: int) -> bool:
-        (diff,) = self._compare([self._sample(n)], [ex], keep=False)[0]
+        sample = self._sample(n)
+        (diff,) = self._compare([sample], [ex], keep=False)[0]
+        self._reference.pop(sample.id, None)  # a bisection never revisits a length: not kept
         return diff
 
     def _bisect(self, ex, agreeing: int, differing: int) -> int:
@@ -255,17 +260,25 @@ class FamilySearch:
                 hi = mid
             else:
                 lo = mid
-        # scan back: an aligned midpoint may have agreed although the fault starts below it
-        window = SCAN if hi <= LONG else SCAN_LONG
-        n = hi - 1
-        while n > max(0, hi - 1 - window) and n >= 1:
-            if self._differs(ex, n):
-                hi = n  # an earlier one: keep scanning a whole window below it
-                window = SCAN if hi <= LONG else SCAN_LONG
-            n -= 1
-            if n <= hi - 1 - window:
+        # scan back a window at a time (one call per window): an aligned midpoint may have agreed
+        # although the divergence starts below it. While a window finds an earlier length, the
+        # window below it is scanned too, down to the agreeing bound -- within SCAN_BACK_CHARS;
+        # past it the first length is reported as not exact rather than scanned for hours.
+        st = self.result.candidates[ex.spec]
+        spent = 0
+        while hi - 1 > agreeing:
+            window = SCAN if hi <= LONG else SCAN_LONG
+            start = max(agreeing + 1, hi - window)
+            found = self._scan(ex, start, hi - 1)
+            spent += sum(range(start, hi))
+            if not found:
                 break
-        self.result.candidates[ex.spec].agrees_up_to = max(self.result.candidates[ex.spec].agrees_up_to, hi - 1)
+            hi = found[0]
+            if spent >= SCAN_BACK_CHARS and hi - 1 > agreeing:
+                st.first_exact = False
+                break
+        if st.first_exact:
+            st.agrees_up_to = max(st.agrees_up_to, hi - 1)
         return hi
 
     def _report(self, ex, n: int) -> None:

@@ -21,6 +21,14 @@ Ids are stored literally, or -- for long results -- as a digest
 first difference. Inputs are literal ``[[text, allow_special], ...]``, or an
 ``input_generator`` (``{"kind": "repeat", "text": T, "count": N}`` -> T * N) for
 inputs too large to keep in the repository. See adversarial/README.md.
+
+A history-dependent bug (a result cache, state kept across calls) is a case with a
+``history`` (``verify.history.History.to_json``: the calls in order, the victim at
+``[call, element]``, whose input is the case's ``input``): its replay makes those calls on a
+*fresh* instance of the engine (``Executor.fresh_replayer``) and judges the victim's outcome,
+so the case reproduces the bug, not whatever an earlier case left in the engine. ``detail``
+then also says whether the victim alone (on another fresh instance) still agrees: a victim that
+fails alone too is no longer history-dependent.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import numpy as np
 from verify.errors import ConfigError
 from verify.executors.base import Executor
 from verify.executors.pool import EnginePool
+from verify.history import History, victim_result
 from verify.keys import ids_sha256, input_key
 from verify.outcome import Failure, Skipped, agree
 from verify.sample import Sample
@@ -91,6 +100,7 @@ class RegressionCase:
     status: str  # recorded: "open" | "fixed"
     title: str = ""
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    history: History | None = None  # the calls that lead a fresh engine to the bug (its victim: ``sample``)
 
     @property
     def input_key(self) -> str:
@@ -182,11 +192,27 @@ def parse_case(path: Path, doc: Any) -> RegressionCase:
     status = doc.get("status", "open")
     if status not in RECORDED_STATUSES:
         raise _fail(path, f"'status' must be one of {', '.join(RECORDED_STATUSES)} (got {status!r})")
+    sample = Sample.from_segments(doc["id"], segments)
     return RegressionCase(
         id=doc["id"], path=path, engine=doc["engine"], reference=doc["reference"],
-        sample=Sample.from_segments(doc["id"], segments), expected=doc["expected"], actual=doc["actual"],
+        sample=sample, expected=doc["expected"], actual=doc["actual"],
         error=error, status=status, title=str(doc.get("title", "")), raw=doc,
+        history=_parse_history(path, doc.get("history"), sample),
     )
+
+
+def _parse_history(path: Path, doc: Any, sample: Sample) -> History | None:
+    """The case's ``history`` (None: none), whose victim must be the case's input."""
+    if doc is None:
+        return None
+    try:
+        history = History.from_json(doc, sample_id=f"{sample.id}:history")
+        victim = history.victim_sample
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise _fail(path, f"'history' must be {{\"calls\": [...], \"victim\": [call, element]}}: {exc}") from None
+    if victim is None or victim.segments != sample.segments:
+        raise _fail(path, "'history': the victim (calls[call][element]) must be the case's input")
+    return history
 
 
 def load_case(path: Path) -> RegressionCase:
@@ -270,7 +296,18 @@ def replay(case: RegressionCase, reference: Executor | str, engine: Executor | s
     ref_out = reference.encode([case.sample])[0]
     if isinstance(ref_out, Skipped):
         return result("engine-unavailable", f"reference {case.reference} cannot replay the input: {ref_out.reason}")
-    out = engine.encode([case.sample])[0]
+    after = ""
+    if case.history is not None:
+        replayer = engine.fresh_replayer()
+        if replayer is None:
+            return result("engine-unavailable", f"{case.engine} has no fresh instance to replay the case's history on")
+        with_history, (alone_call,) = replayer.replay_many([list(case.history.calls), [[case.sample]]])
+        out = victim_result(case.history, with_history)
+        alone_agrees = agree(alone_call[0] if isinstance(alone_call, list) else alone_call, ref_out)
+        after = (f" after its {len(case.history.calls)}-call history on a fresh engine"
+                 f" (alone: {'agrees' if alone_agrees else 'differs too'})")
+    else:
+        out = engine.encode([case.sample])[0]
     if isinstance(out, Skipped):
         return result("engine-unavailable", f"{case.engine} cannot replay the input: {out.reason}")
 
@@ -284,16 +321,16 @@ def replay(case: RegressionCase, reference: Executor | str, engine: Executor | s
     if isinstance(out, Failure):
         err = {**out.as_dict(), "kind": out.kind}
         if case.error is not None and out.type == case.error.get("type"):
-            return result("still-diverges", f"still raises {out.type}", same_actual=True, error=err)
-        return result("error", f"{out.kind}: {out.type}: {out.message[:200]}", error=err)
+            return result("still-diverges", f"still raises {out.type}{after}", same_actual=True, error=err)
+        return result("error", f"{out.kind}: {out.type}: {out.message[:200]}{after}", error=err)
     ids = [int(i) for i in out]
     if agree(out, ref_out):
-        return result("fixed", "now equals the reference", ids=ids)
+        return result("fixed", f"now equals the reference{after}", ids=ids)
     same = case.actual is not None and ids_match(out, case.actual)
     detail = "same ids as recorded" if same else (
         f"different ids than recorded ({len(ids)} tokens now)" if case.actual is not None
         else f"no longer raises {case.error['type'] if case.error else 'the recorded error'}; returns other ids")
-    return result("still-diverges", detail, same_actual=same, ids=ids)
+    return result("still-diverges", detail + after, same_actual=same, ids=ids)
 
 
 def replay_all(cases: Sequence[RegressionCase], pool: EnginePool,

@@ -5,7 +5,10 @@
 Encodes the sample on both executors, refuses when they agree (nothing to record),
 and returns the case document with both engines' versions, the vocabulary and its
 SHA-256, the first differing token, today's date and ``status: open``. The caller
-writes it to ``adversarial/regressions/<id>.json``; ``verify recheck`` replays it.
+writes it to ``adversarial/regressions/<id>.json``; ``verify recheck`` replays it. With a
+``history`` (a minimised history-dependent finding: ``verify recheck --add ID --from OUT
+--cluster KEY``) the case keeps the calls, and both recording and replay make them on a fresh
+engine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from verify.token_diff import first_difference
 from verify.errors import UsageError
+from verify.history import History, victim_result
 from verify.outcome import Failure, agree, is_ids
 from verify.sample import Sample
 from verify import atomic
@@ -42,11 +46,20 @@ def build_of(identity) -> dict[str, Any] | None:
     return build or None
 
 
-def record_case(case_id: str, title: str, engine, reference, sample: Sample, notes: str = "") -> dict[str, Any]:
+def record_case(case_id: str, title: str, engine, reference, sample: Sample, notes: str = "",
+                history: History | None = None) -> dict[str, Any]:
+    """The case of ``sample`` (with ``history``: the victim of those calls, made on a fresh
+    instance of ``engine``; its ``actual`` is what the victim gives there)."""
     from verify.adversarial.regressions.cases import ids_record
 
     (expected,) = reference.encode([sample])
-    (actual,) = engine.encode([sample])
+    if history is None:
+        (actual,) = engine.encode([sample])
+    else:
+        replayer = engine.fresh_replayer()
+        if replayer is None:
+            raise UsageError(f"{engine.spec} has no fresh instance: a case with a history cannot be recorded")
+        actual = victim_result(history, replayer.replay(list(history.calls)))
     if isinstance(expected, Failure) or not is_ids(expected):
         raise UsageError(f"the reference gives no ids for this input ({expected})")
     if agree(expected, actual):
@@ -70,6 +83,8 @@ def record_case(case_id: str, title: str, engine, reference, sample: Sample, not
     else:
         doc["actual"] = ids_record(actual)
         doc["token_index"] = first_difference(expected, actual)
+    if history is not None:
+        doc["history"] = history.to_json()
     doc.update({"status": "open", "found": datetime.date.today().isoformat(), "upstream": None, "notes": notes})
     return doc
 

@@ -9,7 +9,9 @@ shards (they are disjoint), attributes each candidate's mismatches to the Unicod
 whose tables explain them, and writes ``OUT/unicode.json`` and ``OUT/unicode.md``.
 
 Every swept code point is one sample: ``error`` where an engine failed on it, ``diverged``
-where it mismatched (or only its pack did), else ``verified``.
+where it mismatched (or only its pack did), else ``verified``. Each mismatching code point is
+also committed as a finding: its probe text that differs alone (``failing.failing_strings``),
+so that triage minimises it and clusters it by cause like any hunt's.
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from typing import Any
 import numpy as np
 
 from verify.adversarial.unicode.contexts import MAX_CP, code_points
+from verify.adversarial.unicode.failing import failing_strings
 from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.errors import UsageError
+from verify.fresh_check import FreshCheck
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
 
@@ -101,8 +105,14 @@ def unicode_shard(index: int, shard: UnicodeShard, executors: list, context) -> 
              "normalization": context.cache["normalization"],
              "candidates": {spec: {**st, "packing": packing}
                             for spec, st, packing in zip(specs, states, scan.packing)}}
-    return ShardResult(index, shard.id, counts, seconds=time.monotonic() - started, worker=context.worker,
-                       extra=extra)
+    result = ShardResult(index, shard.id, counts, seconds=time.monotonic() - started, worker=context.worker,
+                         extra=extra)
+    # the failing strings: what triage minimises and clusters by cause after the shards
+    fresh = FreshCheck(executors)
+    for finding in fresh.confirm(failing_strings(reference, candidates, probes, scan.states)):
+        result.add_record(*finding.to_record())
+    result.extra["fresh"] = fresh.as_dict()
+    return result
 
 
 class UnicodeHunt(Hunt):
