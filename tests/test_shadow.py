@@ -27,7 +27,7 @@ WORDS = ("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega 123
          "日本語 русский ελληνικά don't x+y=z {json: [1, 2]} <|endoftext|>").split()
 TEMPLATE = "\n<|im_start|>user\n"
 
-LT_BUG = '''
+CL100K = '''
 _enc = None
 
 def _encoding():
@@ -36,7 +36,9 @@ def _encoding():
         from verify.engines import build_engine
         _enc = build_engine("tiktoken:cl100k_base").encoding
     return _enc
+'''  # a plugin's cl100k_base encoding, built once
 
+LT_BUG = CL100K + '''
 class LtBug:
     """cl100k as a buggy production build: every '<' is encoded as the fullwidth '\\uff1c'."""
     def encode_batch(self, texts):
@@ -366,17 +368,8 @@ def test_shadow_says_why_a_cluster_was_not_minimised_and_has_its_own_page(cl100k
 
 
 
-DAY_BUGS = '''
+DAY_BUGS = CL100K + '''
 import re
-
-_enc = None
-
-def _encoding():
-    global _enc
-    if _enc is None:
-        from verify.engines import build_engine
-        _enc = build_engine("tiktoken:cl100k_base").encoding
-    return _enc
 
 class Day1:
     """Release 1.0: two spaces before a word are encoded as one."""

@@ -71,7 +71,7 @@ from verify.classify import MAX_SAMPLE_IDS, Cluster, Clusters, TagRule, load_tag
 from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.findings import read_findings
-from verify.history import History
+from verify.history import History, fails_like, victim_result
 from verify.outcome import agree, is_ids
 from verify.reproduce import SKIP_BUDGET, SKIP_NOT_REPRODUCED, minimized_fields, reproduce, still_fails
 from verify.sample import Sample
@@ -338,11 +338,14 @@ def _sign_and_cluster(out: Path, rules: list[TagRule], per_cluster: int, spill) 
     return first
 
 
-def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str]]:
+def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str], list[_Item]]:
     """What to minimise: the smallest members of each cluster that have an input and an engine
-    to replay them on, cheap kinds first; the chosen members left out, with why."""
+    to replay them on, cheap kinds first; the chosen members left out, with why; and those of an
+    engine against itself (a metamorphic property), which take the block of a finding of the same
+    engine against a reference on the same input, when there is one."""
     items: list[_Item] = []
     skipped: dict[int, str] = {}
+    selves: list[_Item] = []
     clusters = first.ordered
     for c in clusters:
         for chars, index, record in first.smallest.get(id(c), []):
@@ -352,17 +355,19 @@ def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str]]:
             against_self = kind == "ids" and engine == reference and not record.get("history")
             if not engine or against_self or kind not in KIND_ORDER:
                 skipped[index] = SKIP_NO_ENGINE
+                if against_self and engine:
+                    selves.append(_Item(index, kind, engine, reference, None, chars, c, record))
             else:
                 items.append(_Item(index, kind, engine, reference, (record.get("error") or {}).get("type"), chars,
                                    c, record))
     order = {id(c): n for n, c in enumerate(clusters)}
     items.sort(key=lambda it: (KIND_ORDER[it.kind], order[id(it.cluster)], it.chars, it.index))
-    return items, skipped
+    return items, skipped, selves
 
 
 def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     """Minimise the chosen members within the budget; their blocks, and why the others were not."""
-    items, skipped = chosen
+    items, skipped, selves = chosen
     minimized: dict[int, dict[str, Any]] = {}
     restarts_before: dict[str, int] = {}
     found: list[tuple[_Item, dict[str, Any]]] = []  # minimised so far, for findings of a cause already found
@@ -370,7 +375,8 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
         known = _known_cause(item, found, out)
         reference, executor = pool.try_get(item.reference), pool.try_get(item.engine)
         if known is None and not isinstance(reference, str) and not isinstance(executor, str):
-            known = _known_threshold(item, found, out, reference, executor)
+            known = _known_threshold(item, found, out, reference, executor) or \
+                _known_history(item, found, out, reference, executor)
         if known is not None:
             minimized[item.index] = known
             if item.cluster.example is None:
@@ -404,6 +410,17 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
         found.append((item, block))
         if item.cluster.example is None:
             item.cluster.example = block
+    by_input = {(it.engine, it.record.get("input_key")): (it, b) for it, b in found if it.engine != it.reference}
+    for item in selves:  # a property the engine breaks on an input where it also differs from the reference
+        hit = by_input.get((item.engine, item.record.get("input_key")))
+        if hit is not None:
+            other, block = hit
+            minimized[item.index] = {**block, "same_as": other.record.get("finding_key"), "same_input": True}
+            skipped.pop(item.index, None)
+            if item.cluster.example is None:
+                item.cluster.example = minimized[item.index]
+                # one bug: explained against the reference, and joined with the finding's cluster
+                item.cluster.reference = other.reference
     summary.minimised = len(minimized)
     summary.worker_restarts = {spec: pool.executors[spec].restarts - before for spec, before in restarts_before.items()
                                if spec in pool.executors and pool.executors[spec].restarts != before}
@@ -459,6 +476,32 @@ def _known_threshold(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out
         shorter = Sample.from_segments(sample.id, [(text[:size - 1], allow)])
         if agree(reference.encode([shorter])[0], executor.encode([shorter])[0]):
             return {**block, "same_as": other.record.get("finding_key"), "same_threshold": size}
+    return None
+
+
+def _known_history(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out: Path, reference,
+                   executor) -> dict[str, Any] | None:
+    """The block of a history cause already minimised for ``item``'s engine when its poison (the
+    calls before its victim) makes ``item``'s input fail on a fresh engine too: the same state
+    bug, without minimising ``item``'s own history again (one fresh replay instead of hundreds)."""
+    if item.kind != "ids" or not item.record.get("history") or item.record.get("session"):
+        return None
+    known = [(it, b) for it, b in found if (it.engine, it.reference, it.kind) == (item.engine, item.reference, item.kind)
+             and b.get("history")]
+    replayer = executor.fresh_replayer() if known and hasattr(executor, "fresh_replayer") else None
+    sample = load_record_input(item.record, out) if replayer is not None else None
+    if sample is None:
+        return None
+    expected = reference.encode([sample])[0]
+    for other, block in known:
+        history = History.from_json(block["history"])
+        call, element = history.victim
+        if element is None:
+            continue
+        poison = history.calls[:call] + ((history.calls[call][:element],) if element else ())
+        candidate = History(poison + ((sample,),), (len(poison), 0))
+        if fails_like("ids", None, victim_result(candidate, replayer.replay(list(candidate.calls))), expected):
+            return {**block, "same_as": other.record.get("finding_key"), "same_history": True}
     return None
 
 

@@ -52,7 +52,7 @@ def length_shard(index: int, shard: LengthShard, executors: list, context) -> Sh
 
     started = time.monotonic()
     families = [Family.from_dict(doc) for doc in shard.families]
-    fresh = FreshCheck(executors)
+    fresh = FreshCheck(executors, sampled=False)  # few findings, each a probe of its own
     found = search_group(families, executors, max_chars=context.params["max_chars"], fresh=fresh)
     result = ShardResult(index, shard.id, Counts(), worker=context.worker)
     for family_result in found:

@@ -108,7 +108,7 @@ def unicode_shard(index: int, shard: UnicodeShard, executors: list, context) -> 
     result = ShardResult(index, shard.id, counts, seconds=time.monotonic() - started, worker=context.worker,
                          extra=extra)
     # the failing strings: what triage minimises and clusters by cause after the shards
-    fresh = FreshCheck(executors)
+    fresh = FreshCheck(executors, sampled=False)  # few findings, each a probe of its own
     for finding in fresh.confirm(failing_strings(reference, candidates, probes, scan.states)):
         result.add_record(*finding.to_record())
     result.extra["fresh"] = fresh.as_dict()
