@@ -143,6 +143,8 @@ def as_token_array(ids: Any) -> np.ndarray:
     Raises ValueError for negative or out-of-range ids rather than wrapping them, and for
     anything but one flat sequence: a nested list (``[[ids]]``) is an engine's mistake to
     report, never flattened into ids that might happen to compare equal."""
+    if type(ids) is np.ndarray and ids.dtype == TOKEN_DTYPE and ids.ndim == 1:
+        return ids  # already what it should be: most adapters' outputs, checked again on every layer
     arr = np.asarray(ids)
     if arr.ndim != 1:
         what = "a single value" if arr.ndim == 0 else f"a nested sequence ({arr.ndim} levels, shape {arr.shape})"

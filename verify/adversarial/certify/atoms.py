@@ -7,8 +7,10 @@ evaluated under the case folding of the group it sits in (``(?i:...)``) -- and t
 encodings have the same length. On cl100k that gives the 23-odd atoms of the issue
 (letters, the contraction letters ``s/d/m/t``, ``l``, ``e``, ``r``, ``v`` apart, digits,
 whitespace without newlines, newlines, the space, the apostrophe, everything else, each
-split by UTF-8 length). A finer partition than the pattern needs is still sound: the
-letters ``r`` and ``v`` of ``'re``/``'ve`` stay apart although the pattern could swap them.
+split by UTF-8 length). Literal letters that a group of literal alternatives treats
+alike are one test: ``(?i:[sdmt]|ll|ve|re)`` matches what ``(?i:[dmst]|ll|[rv]e)`` matches
+(every string of the group stays one of its strings when an ``r`` becomes a ``v`` or back),
+so ``r`` and ``v`` share an atom (``merge_alternatives``); ``'s|'t|'m|'d`` likewise.
 
 Leaves are read by a small scanner of the regex syntax (``leaves``); each is evaluated
 over the string of every code point at once (``(?:LEAF)+`` with ``regex.finditer``: a
@@ -37,7 +39,7 @@ import regex
 
 from verify.errors import UsageError
 
-ALPHABET_SCHEMA = "verify.alphabet/1"
+ALPHABET_SCHEMA = "verify.alphabet/2"  # /2: literal alternatives merged
 MAX_CODE_POINT = 0x10FFFF
 EXCLUDED = (0xD800, 0xDFFF)  # surrogates: no UTF-8 encoding, in no atom
 MAX_LEAVES = 58  # signature bits (6 are the UTF-8 length)
@@ -104,8 +106,86 @@ _CLASS_ESCAPES = set("sSdDwWhHvV")  # \v is a literal in Rust's syntax but a cla
 _ANCHORS = set("bBAzZG")
 
 
+# an innermost group: its opening (``(``, ``(?:``, ``(?i:``) and a body with no parenthesis
+_INNER_GROUP = regex.compile(r"\((\?[a-zA-Z]*:)?((?:[^()\\]|\\.)*)\)")
+_PLAIN = regex.compile(r"[A-Za-z0-9']")  # literal characters a merged group may hold
+MAX_GROUP_STRINGS = 4096
+
+
+def merge_alternatives(pattern: str) -> str:
+    """``pattern`` with each group of literal alternatives (``(?i:[sdmt]|ll|ve|re)``) written
+    with the characters it treats alike as one class (``(?i:[dmst]|ll|[rv]e)``): the same
+    strings match, and the letters become one test. Characters ``x`` and ``y`` are alike in
+    a group when each of its strings with one ``x`` made a ``y`` (or back) is again one of its
+    strings; a group of anything but literal letters, digits, apostrophes and classes of
+    them is left as written."""
+
+    def rewrite(m: regex.Match) -> str:
+        strings = _group_strings(m.group(2))
+        if strings is None:
+            return m.group(0)
+        chars = sorted({c for s in strings for c in s})
+        parent = {c: c for c in chars}
+
+        def root(c: str) -> str:
+            while parent[c] != c:
+                c = parent[c]
+            return c
+
+        for i, x in enumerate(chars):
+            for y in chars[i + 1:]:
+                if root(x) != root(y) and _alike(strings, x, y):
+                    parent[root(y)] = root(x)
+        classes: dict[str, list[str]] = {}
+        for c in chars:
+            classes.setdefault(root(c), []).append(c)
+        if all(len(members) == 1 for members in classes.values()):
+            return m.group(0)
+        written = {c: (c if len(classes[root(c)]) == 1 else "[" + "".join(classes[root(c)]) + "]") for c in chars}
+        branches = dict.fromkeys("".join(written[c] for c in s) for s in sorted(strings))
+        return "(" + (m.group(1) or "") + "|".join(branches) + ")"
+
+    return _INNER_GROUP.sub(rewrite, pattern)
+
+
+def _group_strings(body: str) -> set[str] | None:
+    """Every string a group body of literal alternatives matches, or None for any other body."""
+    if "|" not in body:
+        return None
+    strings: set[str] = set()
+    for branch in body.split("|"):
+        options = [""]
+        i = 0
+        while i < len(branch):
+            if branch[i] == "[":
+                end = branch.find("]", i)
+                members = branch[i + 1:end] if end > i + 1 else ""
+                if not members or not all(_PLAIN.fullmatch(c) for c in members):
+                    return None
+                i = end + 1
+            elif _PLAIN.fullmatch(branch[i]):
+                members, i = branch[i], i + 1
+            else:
+                return None
+            options = [o + c for o in options for c in members]
+            if len(options) > MAX_GROUP_STRINGS:
+                return None
+        strings.update(options)
+    return strings if "" not in strings else None
+
+
+def _alike(strings: set[str], x: str, y: str) -> bool:
+    for s in strings:
+        for i, c in enumerate(s):
+            if c in (x, y) and s[:i] + (y if c == x else x) + s[i + 1:] not in strings:
+                return False
+    return True
+
+
 def leaves(pattern: str) -> list[Leaf]:
-    """The single-character tests of ``pattern`` in order of appearance, each once."""
+    """The single-character tests of ``pattern`` in order of appearance, each once (groups of
+    literal alternatives merged first: ``merge_alternatives``)."""
+    pattern = merge_alternatives(pattern)
     found: dict[Leaf, None] = {}
     folds = [False]  # the case fold of each open group; the last is the current one
     i, n = 0, len(pattern)
@@ -293,7 +373,7 @@ def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]
         reps = tuple(dict.fromkeys((commonest, highest, lowest)))
         held = tuple(found[b].label() for b in range(len(found)) if key >> (b + 3) & 1)
         atoms.append(Atom(index, int(members.size), utf8, lowest, highest, reps, held, _label(members)))
-    digest = hashlib.sha256("\0".join([*patterns, rank_digest, regex.__version__]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\0".join([ALPHABET_SCHEMA, *patterns, rank_digest, regex.__version__]).encode()).hexdigest()[:16]
     return Alphabet(patterns, tuple(found), tuple(atoms), digest)
 
 

@@ -50,7 +50,7 @@ DEFAULT_K = 3
 DEFAULT_REPS = 2
 MAX_REPS = 3
 SHARD_STRINGS = 16384  # about this many strings per shard
-BATCH = 256
+BATCH = 1024
 MAX_SHARD_FINDINGS = 32  # per engine and shard; the rest counted
 MAX_COUNTEREXAMPLES = 200  # per engine, kept in divergences.jsonl and the certificate
 # Strings compared per second by one worker (tiktoken against one candidate, 2 representatives,
@@ -76,15 +76,12 @@ def certify_shard(index: int, shard: CertifyShard, executors: list, context) -> 
     length = shard.length
 
     def batches():
-        batch: list[Sample] = []
-        for t in range(shard.start, shard.stop):
-            for j, text in space.texts(space.digits(length, t)):
-                batch.append(Sample.plain(f"certify:{length}:{t}:{j}", text))
-                if len(batch) >= BATCH:
-                    yield batch
-                    batch = []
-        if batch:
-            yield batch
+        index, assignment, texts = space.block(length, shard.start, shard.stop)
+        prefix = f"certify:{length}:"
+        for lo in range(0, len(texts), BATCH):
+            yield [Sample.plain(f"{prefix}{t}:{j}", text)
+                   for t, j, text in zip(index[lo:lo + BATCH].tolist(), assignment[lo:lo + BATCH].tolist(),
+                                         texts[lo:lo + BATCH])]
 
     sides = [Side(ex.spec, CachedTokenBytes(ex)) for ex in executors]
     counts = Counts()

@@ -26,7 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
+import numpy as np
+
 MAX_K = 12
+_VECTOR_MAX = 2 ** 62  # atom-string indexes below this are computed as int64 arrays
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,52 @@ class Space:
         for b in range(ao):
             for a in range(ae):
                 yield b * ae + a, "".join(r[(a if p % 2 == 0 else b) % len(r)] for p, r in enumerate(reps))
+
+
+    def block(self, length: int, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """``(atom string index, assignment, text)`` of every string of the atom strings
+        ``start..stop-1`` of ``length``, ordered as ``texts`` orders them: the code points of
+        a whole range as one array, made into strings by NumPy (UCS-4 rows viewed as ``U``
+        strings) -- a shard's strings cost a few array operations, not a Python step each."""
+        if self.atoms ** length >= _VECTOR_MAX:  # beyond int64: the same strings, one at a time
+            rows = [(t, j, text) for t in range(start, stop) for j, text in self.texts(self.digits(length, t))]
+            return (np.array([r[0] for r in rows], dtype=object), np.array([r[1] for r in rows], dtype=np.int64),
+                    [r[2] for r in rows])
+        t = np.arange(start, stop, dtype=np.int64)
+        digits = np.empty((t.size, length), dtype=np.int64)
+        rest = t.copy()
+        for p in range(length - 1, -1, -1):
+            rest, digits[:, p] = np.divmod(rest, self.atoms)
+        sizes, table = self._tables()
+        ae = sizes[digits[:, 0::2]].max(axis=1)
+        ao = sizes[digits[:, 1::2]].max(axis=1) if length > 1 else np.ones(t.size, dtype=np.int64)
+        top = table.shape[1]
+        index, assignment, codes = [], [], []
+        for b in range(top):
+            for a in range(top):
+                rows = np.flatnonzero((a < ae) & (b < ao))
+                if not rows.size:
+                    continue
+                d = digits[rows]
+                chosen = np.where(np.arange(length) % 2 == 0, a, b)  # the representative per position
+                codes.append(table[d, chosen])
+                index.append(rows)
+                assignment.append(b * ae[rows] + a)
+        rows, j = np.concatenate(index), np.concatenate(assignment)
+        order = np.lexsort((j, rows))
+        rows, j, cps = rows[order], j[order], np.ascontiguousarray(np.concatenate(codes)[order])
+        texts = cps.view(np.dtype(("U", length))).reshape(-1).tolist()
+        for i in np.flatnonzero(cps[:, -1] == 0):  # NumPy drops trailing NULs from a U string
+            texts[i] = "".join(map(chr, cps[i]))
+        return t[rows], j, texts
+
+    def _tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Representatives per atom, and the code point of atom ``i``'s representative ``r mod
+        its count`` at ``[i, r]``."""
+        sizes = np.array([len(r) for r in self.reps], dtype=np.int64)
+        top = int(sizes.max())
+        table = np.array([[ord(r[x % len(r)]) for x in range(top)] for r in self.reps], dtype=np.uint32)
+        return sizes, table
 
 
 def _share(counts: list[int], positions: int) -> int:
