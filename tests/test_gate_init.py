@@ -70,10 +70,12 @@ def test_init_writes_a_pr_suite_for_kitoken_on_o200k_that_loads_and_says_how_to_
     assert suite.allowlist == path.parent / "allowlist.toml" and suite.allowlist.is_file()
     checks = rows_of(suite)
     # kitoken honours special tokens and has no sessions: whole transcripts are replayed, skips allowed there only
-    assert list(checks) == ["corpus", "agent-replay", "fuzz", "unicode", "vocab", "metamorphic", "length"]
+    # a pull request's search is the certificate (deterministic), not a time-bounded fuzz
+    assert list(checks) == ["corpus", "agent-replay", "certificate", "unicode", "vocab", "metamorphic", "length"]
+    assert checks["certificate"].options["k"] >= 3 and checks["certificate"].kind == "certificate"
     assert checks["agent-replay"].allow_skipped and not checks["corpus"].allow_skipped
     assert 0 < checks["corpus"].options.get("sample", 1) <= 1 and checks["vocab"].options.get("limit", 250) >= 250
-    assert checks["fuzz"].options["seed"] == 1 and checks["length"].options["max_chars"] == 30000
+    assert checks["length"].options["max_chars"] == 30000
     assert suite.deadline_s == 300 and "plan for this machine" in proc.stdout and "of the pr profile's 300 s" in \
         proc.stdout
     assert "special" in checks["length"].options["kinds"]
@@ -97,6 +99,7 @@ def test_a_candidate_with_regression_cases_gets_a_recheck_and_nightly_sweeps_in_
     assert suite.reference == "tiktoken-cl100k" and "recheck" in checks  # adversarial/regressions has kitoken cl100k cases
     assert checks["length"].options["max_chars"] == 500000 and suite.deadline_s == 1800
     assert checks["fuzz"].options["examples"] >= 100 and "seed" not in checks["fuzz"].options
+    assert checks["certificate"].options["k"] >= 4  # nightly: a larger space than a pull request's
 
 
 def test_a_plain_text_plugin_needs_a_reference_and_gets_skips_allowed_where_inputs_carry_specials(
@@ -112,7 +115,9 @@ def test_a_plain_text_plugin_needs_a_reference_and_gets_skips_allowed_where_inpu
     assert "no special-token support" in proc.stdout
     checks = rows_of(load_suite(path))
     assert "agent-replay" not in checks and "recheck" not in checks  # no sessions, no specials: nothing to replay
-    assert all(checks[name].allow_skipped for name in ("corpus", "fuzz", "vocab", "length"))
+    assert all(checks[name].allow_skipped for name in ("corpus", "vocab", "length"))
+    # the reference's pattern gives an alphabet: a certificate (plain strings, nothing to skip) instead of fuzz
+    assert "fuzz" not in checks and not checks["certificate"].allow_skipped
     assert "special" not in checks["length"].options["kinds"] and not checks["metamorphic"].allow_skipped
 
 

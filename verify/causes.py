@@ -48,7 +48,11 @@ The explanations, tried in this order (the first that holds names the cause):
                ``ids/cross-split``
   reproducer   none of these: the cause is the reproducer itself,
                ``ids/reproducer/<shape>/<digest>`` -- a different reproducer is a different key,
-               so an unexplained bug stays new until someone names it. One exception: a
+               so an unexplained bug stays new until someone names it. When the reference's
+               pattern is known, a short reproducer is keyed instead by what the pattern sees
+               of each character (``ids/reproducer/<shape>/pattern-<digest>``: the tests of the
+               pattern that hold on it, ``certify.atoms.pattern_classes``), so ``'\\t.a'`` and
+               ``'\\x0c.A'``, one input to the scanner, are one cluster. One exception: a
                reproducer that is one character, or a run of it (``' '``, ``'\\t'``, ``'\\n\\n'``:
                the minimiser keeps each finding's own characters), is keyed by its class and
                what the engine did to it, ``ids/reproducer/space/drops`` (``drops``, ``adds``,
@@ -78,6 +82,7 @@ MIN_RUN_CHARS = 8  # a shorter run is no length threshold
 CUT_NEAR_END = 8  # the probe of a cut sits within this many characters of the end
 MAX_UNITS_TRIED = 3  # plain runs tried per reproducer of several runs (its longest units)
 LONG_TEXT_CHARS = 512  # a reproducer this long that agrees one unit shorter is a length threshold
+MAX_CLASSED_CHARS = 64  # a reproducer up to this long is keyed by its pattern classes, when known
 NEAR = 1000  # thresholds within 1/NEAR of each other are one (a cut meets tokens a few characters on)
 
 
@@ -108,6 +113,8 @@ class Probe:
     agree: Callable[[list], "bool | None"] = lambda segments: None
     specials: tuple[str, ...] = ()
     pattern: Any = None  # a compiled ``regex`` pattern of the reference's pre-tokenizer
+    # per character, which of the pattern's tests hold on it (``certify.atoms.pattern_classes``); None: unknown
+    classes: Callable[[str], tuple[int, ...]] | None = None
 
 
 def prefix(kind: str, error_type: str | None) -> str:
@@ -170,6 +177,11 @@ def explain(kind: str, error_type: str | None, block: dict[str, Any] | None, pro
         one_class = form.rstrip("*")
         return Cause("reproducer", f"{head}/reproducer/{one_class}/{edit}",
                      f"unexplained: the engine {edit} the tokens of a {one_class} text: {_readable(text)}")
+    if probe.classes is not None and 0 < len(text) <= MAX_CLASSED_CHARS:
+        # characters the pattern cannot tell apart make one input to its scanner: one rule, one key
+        # ('\t.a', '\x0c.A' and '\t\u2019a' are whitespace, punctuation, letter to cl100k's pattern)
+        return Cause("reproducer", f"{head}/reproducer/{form}/pattern-{_digest(list(probe.classes(text)))}",
+                     f"unexplained: {_readable(text)}")
     return Cause("reproducer", f"{head}/reproducer/{form}/{_digest(block.get('input'))}",
                  f"unexplained: {_readable(text)}")
 

@@ -539,13 +539,14 @@ def probe_of(reference, candidate) -> Probe:
 
     probe = Probe()
     probe.agree = agree_on
-    probe.specials, probe.pattern = _vocabulary_facts(reference)
+    probe.specials, probe.pattern, probe.classes = _vocabulary_facts(reference)
     return probe
 
 
-def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any]:
-    """The reference's special-token literals and its pre-tokenizer pattern (compiled), when its
-    vocabulary can be read here; ``((), None)`` otherwise."""
+def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any, Any]:
+    """The reference's special-token literals, its pre-tokenizer pattern (compiled) and what the
+    pattern sees of each character (``pattern_classes``), when its vocabulary can be read here;
+    ``((), None, None)`` otherwise."""
     try:
         import regex
 
@@ -553,14 +554,18 @@ def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any]:
 
         view = vocabulary_view(reference.identity().vocab)
     except Exception:  # a plugin reference, an unreadable vocabulary: explained without them
-        return (), None
-    pattern = None
+        return (), None, None
+    pattern = classes = None
     if len(view.patterns) == 1:
         try:
             pattern = regex.compile(view.patterns[0].regex)
         except Exception:
             pattern = None
-    return tuple(view.special), pattern
+    if view.patterns and pattern is not None:
+        from verify.adversarial.certify.atoms import pattern_classes
+
+        classes = pattern_classes([p.regex for p in view.patterns])
+    return tuple(view.special), pattern, classes
 
 
 def _triage_lines(spill: Path, summary: TriageSummary, symptoms: list[Cluster], of: dict[int, CauseCluster],

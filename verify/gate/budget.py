@@ -14,7 +14,7 @@ The units per size were measured with tiktoken against HF ``tokenizers`` on ``cl
 (2 cores, 2 isolated workers; the pair's smoke time measured beside the checks, so the ratio
 does not depend on the machine or its load): ``verify unicode --stop 0x3000``, ``vocab sweep
 --limit 500``, ``length sweep --max-chars 30000`` (4 kinds), ``replay --traces agent:1:4``,
-``check --limit 25``, and the default corpus's size. An engine with another cost profile (slow
+``check --limit 25``, ``certify --k 4``, and the default corpus's size. An engine with another cost profile (slow
 per call, fast per character) lands off the estimate; the gate's ``deadline`` (written with the
 suite) then cuts what does not fit and says so, never a silent pass.
 """
@@ -42,12 +42,18 @@ METAMORPHIC_UNITS_PER_SAMPLE = 0.12  # repeat, history, batch vs single, threads
 FUZZ_STRESS_S = 15.0  # fuzz's stress phase after its search budget
 STRESS_PHASES = 4  # a metamorphic stress budget is spent per phase (batches, families, state, thresholds)
 BIG_BATCH_UNITS = 3.0  # the stress phase's 16,384-sample batch and its single calls
+# one string of ``verify certify`` (a few characters, one call per engine each; tiktoken against HF
+# tokenizers on cl100k_base, 2 isolated workers: 1,147,400 strings in 28 s where the pair's smoke took 0.08 s)
+CERTIFY_UNITS_PER_STRING = 4e-4
+CERTIFY_MIN_K = 3  # the scanner bugs we know are three atoms long ("\n's", "\t(a", "  \x0c")
 
 # what each profile may size, the share of the time left for it, its smallest and its full size
-WEIGHTS = {"pr": {"corpus": 3, "replay": 1, "unicode": 3, "vocab": 2, "metamorphic": 1, "fuzz": 1},
-           "nightly": {"corpus": 3, "replay": 2, "unicode": 3, "vocab": 3, "metamorphic": 2, "fuzz": 3, "length": 2}}
+WEIGHTS = {"pr": {"corpus": 3, "replay": 1, "unicode": 3, "vocab": 2, "metamorphic": 1, "fuzz": 1, "certificate": 2},
+           "nightly": {"corpus": 3, "replay": 2, "unicode": 3, "vocab": 3, "metamorphic": 2, "fuzz": 3, "length": 2,
+                       "certificate": 3}}
 LIMITS = {"corpus": (0.01, 1.0), "replay": (2, 64), "unicode": (0x1000, UNICODE_CPS), "vocab": (250, 250_000),
-          "metamorphic": (25, 1000), "fuzz": (20.0, 600.0), "length": (30_000, 500_000)}
+          "metamorphic": (25, 1000), "fuzz": (20.0, 600.0), "length": (30_000, 500_000),
+          "certificate": (50_000, 2_000_000_000)}  # strings
 # pr: past the 25,000-character chunk threshold; nightly: up to past 400,000, as far as fits
 LENGTH_CHARS = {"pr": 30_000, "nightly": 500_000}
 
@@ -121,7 +127,8 @@ class Costs:
         fuzz seconds)."""
         units = {"corpus": CORPUS_UNITS, "replay": REPLAY_UNITS_PER_SESSION, "unicode": UNICODE_UNITS_PER_CP,
                  "vocab": VOCAB_UNITS_PER_TOKEN, "metamorphic": METAMORPHIC_UNITS_PER_SAMPLE,
-                 "length": LENGTH_UNITS_PER_KIND_KCHAR * len(row.get("kinds") or ()) / 1000}
+                 "length": LENGTH_UNITS_PER_KIND_KCHAR * len(row.get("kinds") or ()) / 1000,
+                 "certificate": CERTIFY_UNITS_PER_STRING}
         if kind == "fuzz":
             return 1.0
         return self.work(units[kind])
@@ -144,6 +151,8 @@ def size_of(kind: str, row: dict[str, Any]) -> float | None:
         return float(row["examples"]) / 13 if "examples" in row else float(row.get("seconds", 30))
     if kind == "length":
         return float(row["max_chars"])
+    if kind == "certificate":  # the strings of its k, counted by plan_checks from the reference's alphabet
+        return float(row.get("_strings", 0))
     return None
 
 

@@ -71,6 +71,8 @@ class Facts:
     sessions: bool
     decode: bool
     pair_seconds: float = 0.25  # the candidate and the reference on the smoke corpus, measured here
+    # representatives per atom of the reference's pattern (verify certify's alphabet); None: it has none
+    alphabet: tuple[tuple[str, ...], ...] | None = None
 
 
 @dataclass
@@ -105,9 +107,22 @@ def inspect_candidate(spec: str, reference: str | None = None) -> tuple[Facts, s
             facts.pair_seconds = round(measure_pair(engine, other, plain_only=not facts.special_tokens), 4)
         finally:
             other.close()
+        facts.alphabet = certify_alphabet(reference)
         return facts, reference
     finally:
         engine.close()
+
+
+def certify_alphabet(reference: str) -> tuple[tuple[str, ...], ...] | None:
+    """The representatives per atom of ``reference``'s pattern (``verify certify``), or None when
+    verify cannot read a pattern of it (a plugin, a vocabulary without a pre-tokenizer)."""
+    from verify.adversarial.certify.atoms import alphabet_of
+    from verify.adversarial.certify.hunt import DEFAULT_REPS
+
+    try:
+        return tuple(map(tuple, alphabet_of(reference).representatives(DEFAULT_REPS)))
+    except UsageError:
+        return None
 
 
 def choose_reference(facts: Facts) -> str:
@@ -135,7 +150,8 @@ def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
                 ) -> list[tuple[str, dict[str, Any], float]]:
     """``(comment, row, predicted seconds)`` per ``[[check]]``, in the order they run, each sized
     (``verify.gate.budget.fit_sizes``) so that the suite fits the profile here."""
-    from verify.gate.budget import LENGTH_CHARS, LIMITS, Costs, fit_sizes, predict
+    from verify.adversarial.certify.space import Space, k_for
+    from verify.gate.budget import CERTIFY_MIN_K, LENGTH_CHARS, LIMITS, Costs, fit_sizes, predict
 
     pr = profile == "pr"
     plain_only = not facts.special_tokens
@@ -165,11 +181,18 @@ def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
                    "(chat-template special tokens beside user text); reported as skipped, failing only on a finding.")
             replay["allow_skipped"] = True
         rows.append((why, replay))
-    rows.append(("Hypothesis strategies for tokenizer-hostile text and segments, then the stress phase "
-                 "(10^4-10^5 samples in one call, inputs across the chunking thresholds)"
-                 + ("; a fixed seed, so a pull request sees the same inputs twice." if pr else
-                    "; a new seed every night."),
-                 {"name": "fuzz", "kind": "fuzz", **({"seed": 1} if pr else {}), **skip}))
+    if facts.alphabet:
+        rows.append(("Bounded-exhaustive parity: every string of at most k atoms of the reference's pattern, each "
+                     "adjacent pair of atoms with every pair of their representatives (k fits the budget here; "
+                     "at least 3, the length of the scanner bugs we know). Its verdict depends on k alone, never "
+                     "on the machine's load" + (", so it stands in for a time-bounded fuzz." if pr else "."),
+                     {"name": "certificate", "kind": "certificate", "k": CERTIFY_MIN_K, "_strings": 0}))
+    if not (pr and facts.alphabet):
+        rows.append(("Hypothesis strategies for tokenizer-hostile text and segments, then the stress phase "
+                     "(10^4-10^5 samples in one call, inputs across the chunking thresholds)"
+                     + ("; a fixed seed, so a pull request sees the same inputs twice." if pr else
+                        "; a new seed every night."),
+                     {"name": "fuzz", "kind": "fuzz", **({"seed": 1} if pr else {}), **skip}))
     rows.append(("Every code point in contexts derived from the reference's pre-tokenizer pattern (from U+0000 "
                  "up, as far as fits).", {"name": "unicode", "kind": "unicode", "full": True}))
     rows.append(("Vocabulary tokens as text, alone and in context, pairs across pre-token boundaries, and every "
@@ -208,14 +231,20 @@ def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
             row["limit"] = int(size)
         elif kind == "length":
             row["max_chars"] = int(size)
+        elif kind == "certificate":
+            space = Space(facts.alphabet, 1)
+            row["k"] = max(CERTIFY_MIN_K, k_for(facts.alphabet, int(size)))
+            row["_strings"] = space.total(row["k"])
         elif kind == "fuzz":
             # about what the search reaches in that time; in pr the count binds and the seconds are a cap,
             # so a pull request's gate sees the same inputs on every run (the seed is fixed)
             row["examples"] = max(100, int(13 * size))
             row["seconds"] = int(size) * (3 if pr else 1)
     ordered = ("name", "kind", "corpus", "traces", "template", "sample", "seed", "examples", "seconds", "full",
-               "range", "limit", "stress_seconds", "max_chars", "kinds", "allow_skipped")
-    return [(comment, {k: row[k] for k in sorted(row, key=lambda k: ordered.index(k) if k in ordered else 99)},
+               "range", "limit", "stress_seconds", "max_chars", "kinds", "k", "allow_skipped")
+    # keys with a leading underscore are the planner's own (a certificate's string count), not the suite's
+    return [(comment, {k: row[k] for k in sorted(row, key=lambda k: ordered.index(k) if k in ordered else 99)
+                       if not k.startswith("_")},
              round(predict(row["kind"], row, costs), 1)) for comment, row in rows]
 
 

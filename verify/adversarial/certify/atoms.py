@@ -439,3 +439,28 @@ def patterns_of(spec: str) -> tuple[list[str], dict[bytes, int] | None]:
 def alphabet_of(spec: str) -> Alphabet:
     patterns, ranks = patterns_of(spec)
     return alphabet(patterns, ranks)
+
+
+@lru_cache(maxsize=4)
+def _class_table(patterns: tuple[str, ...]) -> np.ndarray:
+    """Code point -> the index of the set of pattern tests that hold on it (atoms that differ
+    only in UTF-8 length share it); -1 for the excluded."""
+    alpha = alphabet(patterns)
+    by_atom = atom_table(alpha)
+    ids: dict[tuple[str, ...], int] = {}
+    of_atom = np.array([ids.setdefault(a.leaves, len(ids)) for a in alpha.atoms] + [-1], dtype=np.int32)
+    return of_atom[by_atom]  # -1 indexes the trailing -1
+
+
+def pattern_classes(patterns: Sequence[str]):
+    """``classes(text)``: per character, the set of the patterns' tests that holds on it, as a
+    tuple of small integers -- two texts with the same tuple are one input to the pre-tokenizer
+    (``'\\t.a'``, ``'\\x0c.A'`` and ``'\\t\u2019a'`` alike), which is how triage tells one
+    unexplained scanner rule from another (``verify.causes``). The table is built on first use."""
+    key = tuple(patterns)
+
+    def classes(text: str) -> tuple[int, ...]:
+        table = _class_table(key)
+        return tuple(int(table[ord(c)]) for c in text)
+
+    return classes
