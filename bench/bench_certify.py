@@ -1,6 +1,7 @@
 """``verify certify``: strings compared per CPU second, and the k that fits a budget.
 
     python bench/bench_certify.py [--pair tiktoken:cl100k_base hf:cl100k_base] [--k 3] [--reps 2]
+    python bench/bench_certify.py --recall 5 [--lengths 2,3,4,5]
 
 Runs the certificate of one pair at ``--k`` twice -- engines in-process and isolated (the
 default) -- with one worker, and prints for each the strings compared, the wall seconds, the
@@ -9,6 +10,11 @@ second, and from that rate the largest k whose space (``verify.adversarial.certi
 fits 5 and 60 minutes on 2 cores. The load average is printed beside it: wall time on a shared
 machine is not the figure, CPU seconds are. ``hunt.STRINGS_PER_SECOND`` (what ``--budget``
 turns seconds into) is set from this bench's isolated rate.
+
+``--recall N``: N planted faults per length -- the real reference with one wrong split rule on
+one atom sequence drawn at random (``verify.engines.planted.atom_split``), redrawn until the cut
+shows on the sequence's own strings -- each certified at k = its length (1 representative, 2
+in-process workers); found means the certificate's shortest counterexample is that sequence.
 """
 
 from __future__ import annotations
@@ -31,19 +37,49 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def certify(reference: str, candidate: str, k: int, reps: int, in_process: bool) -> dict:
+def certify(reference: str, candidate: str, k: int, reps: int, in_process: bool, workers: int = 1) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-certify-") as tmp:
         out = Path(tmp) / "out"
         argv = [sys.executable, "-m", "verify.cli", "certify", "--reference", reference, "--candidate", candidate,
-                "--k", str(k), "--reps", str(reps), "--workers", "1", "--no-progress", "--minimize-budget", "0",
-                "--out", str(out)] + (["--in-process"] if in_process else [])
+                "--k", str(k), "--reps", str(reps), "--workers", str(workers), "--no-progress",
+                "--minimize-budget", "0", "--out", str(out)] + (["--in-process"] if in_process else [])
         cpu, wall = children_cpu(), time.monotonic()
         proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True)
         wall, cpu = time.monotonic() - wall, children_cpu() - cpu
         if proc.returncode not in (0, 1):
             sys.exit(f"certify failed ({proc.returncode}): {proc.stderr.strip()[-400:]}")
         cert = json.loads((out / "certificate.json").read_text(encoding="utf-8"))
-        return {"strings": cert["strings"]["compared"], "wall": wall, "cpu": cpu}
+        return {"strings": cert["strings"]["compared"], "wall": wall, "cpu": cpu,
+                "first": cert["counterexamples"][0] if cert["counterexamples"] else None}
+
+
+def recall(reference: str, trials: int, lengths: list[int]) -> None:
+    import random
+
+    from verify.adversarial.certify.atoms import alphabet_of
+    from verify.engines.planted.atom_split import observable
+
+    seed = random.Random().randrange(2**32)
+    rng = random.Random(seed)
+    atoms = len(alphabet_of(reference))
+    print(f"planted wrong splits on {reference} ({atoms} atoms), seed {seed}, load average {os.getloadavg()[0]:.1f}")
+    print("| length | draws | observable | found as the shortest counterexample | recall | CPU s per trial |")
+    print("|---|---|---|---|---|---|")
+    for length in lengths:
+        draws = found = 0
+        cpu = 0.0
+        for _ in range(trials):
+            while True:
+                draws += 1
+                seq = tuple(rng.randrange(atoms) for _ in range(length))
+                if observable(reference, seq, 1):
+                    break
+            spec = f"python:verify.engines.planted.atom_split:planted?reference={reference}&seq=" + \
+                ".".join(map(str, seq))
+            run = certify(reference, spec, length, 1, in_process=True, workers=2)
+            cpu += run["cpu"]
+            found += bool(run["first"] and tuple(run["first"]["atoms"]) == seq)
+        print(f"| {length} | {draws} | {trials} | {found} | {found / trials:.0%} | {cpu / trials:.1f} |")
 
 
 def reachable_k(rate: float, seconds: float, cores: int, reps: list) -> int:
@@ -57,8 +93,13 @@ def main() -> None:
     parser.add_argument("--pair", nargs=2, default=["tiktoken:cl100k_base", "hf:cl100k_base"])
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--recall", type=int, default=0, metavar="N", help="N planted faults per length")
+    parser.add_argument("--lengths", default="2,3,4,5")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
+    if args.recall:
+        recall(args.pair[0], args.recall, [int(x) for x in args.lengths.split(",")])
+        return
     from verify.adversarial.certify.atoms import alphabet_of
 
     reps = alphabet_of(args.pair[0]).representatives(args.reps)

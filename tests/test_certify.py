@@ -84,6 +84,9 @@ def test_the_atoms_of_cl100k_separate_what_its_pattern_tells_apart():
     apart = ["a", "0", "\t", "\n", " ", "'", "s", "l", "e", "r", ".", "é", "中", "😀"]
     assert len({at[c] for c in apart}) == len(apart), at
     assert at["r"] == at["v"] == at["R"]  # 're / 've: the pattern swaps them, one atom
+    # the punctuation of the special-token literals (<|endoftext|>) is an atom of its own
+    delimiters = {int(table[ord(c)]) for c in "<|>"}
+    assert len(delimiters) == 1 and delimiters.isdisjoint({at["."], at["!"]})
     assert at["a"] == at["b"] == at["z"] == at["A"] == at["Z"]  # letters alike (no contraction letter)
     assert at["s"] == at["S"] == at["t"] == at["T"] == at["d"]  # '(?i:[sdmt]...) folds case
     assert at["l"] == at["L"] and at["e"] == at["E"] and at["0"] == at["5"] and at["\n"] == at["\r"]
@@ -127,18 +130,28 @@ def test_merged_alternatives_split_every_text_as_the_pattern_does(reference):
 def test_explain_prints_the_atoms():
     proc = run_cli("certify", "--reference", REFERENCE, "--explain")
     assert proc.returncode == 0, proc.stderr
-    assert "23 atoms" in proc.stdout.splitlines()[0] and "U+0027" in proc.stdout
+    assert "24 atoms" in proc.stdout.splitlines()[0] and "U+0027" in proc.stdout
 
 
 @pytest.mark.parametrize("length", [3, 4])
-def test_a_planted_fault_on_a_random_atom_sequence_is_the_shortest_counterexample(tmp_path, plant, length):
+def test_a_planted_wrong_split_on_a_random_atom_sequence_is_the_shortest_counterexample(tmp_path, length):
+    """The real reference with one wrong split rule (``verify.engines.planted.atom_split``: a text
+    whose atoms contain the drawn sequence is cut inside it), the sequence drawn at random until the
+    cut shows on its own strings (a cut where the reference cuts anyway is not observable)."""
     from verify.adversarial.certify.atoms import alphabet_of
+    from verify.engines.planted.atom_split import observable
 
     seed = random.Random().randrange(2**32)
     rng = random.Random(seed)
-    seq = [rng.randrange(len(alphabet_of(REFERENCE))) for _ in range(length)]
+    atoms = len(alphabet_of(REFERENCE))
+    for _ in range(500):
+        seq = [rng.randrange(atoms) for _ in range(length)]
+        if observable(REFERENCE, tuple(seq), 1):
+            break
+    else:
+        pytest.fail(f"seed {seed}: no observable sequence of {length} atoms in 500 draws")
     why = f"seed {seed}, planted atom sequence {seq}"
-    spec = plant() + "?seq=" + ".".join(map(str, seq))
+    spec = "python:verify.engines.planted.atom_split:planted?seq=" + ".".join(map(str, seq))
     proc = certify(tmp_path / "out", "--k", str(length), "--reps", "1", candidate=spec)
     assert proc.returncode == 1, (why, proc.stderr)
     doc = json.loads((tmp_path / "out" / "certificate.json").read_text())
@@ -158,7 +171,7 @@ def test_a_clean_certificate_adds_up(tmp_path):
     doc = json.loads((out / "certificate.json").read_text())
     assert doc["schema"] == "verify.certificate/1" and doc["verdict"] == "equal" and not doc["counterexamples"]
     atoms, per = doc["alphabet"]["atoms"], doc["strings"]["per_length"]
-    assert atoms == len(doc["alphabet"]["list"]) == 23
+    assert atoms == len(doc["alphabet"]["list"]) == 24
     assert [per[str(n)]["atom_strings"] for n in (1, 2)] == [atoms, atoms ** 2]
     assert doc["strings"]["total"] == sum(v["strings"] for v in per.values()) == doc["strings"]["compared"]
     assert all(v["strings"] == v["compared"] for v in per.values())
@@ -227,3 +240,15 @@ reps = 1
         assert code == want and check["status"] == ("pass" if want == 0 else "fail"), (seq, doc["reasons"])
         cert = json.loads((tmp_path / name / "checks" / "exhaustive" / "certificate.json").read_text())
         assert cert["verdict"] == ("equal" if want == 0 else "differ") and cert["k"] == 2
+
+
+def test_a_normalizer_and_special_literals_refine_the_atoms():
+    """What changes ids besides the pattern: a character NFKC changes (the ligature ``ﬁ``) is not
+    in the atom of a letter it does not change of the same UTF-8 length (``中``), and the
+    delimiters of a special-token literal leave the atom of the other punctuation."""
+    from verify.adversarial.certify.atoms import alphabet, atom_table, refinements
+
+    plain = atom_table(alphabet([r"\p{L}+|[^\s\p{L}]+|\s+"]))
+    refined = atom_table(alphabet([r"\p{L}+|[^\s\p{L}]+|\s+"], None, refinements(("<|x|>",), "NFKC")))
+    assert plain[ord("ﬁ")] == plain[ord("中")] and plain[ord("<")] == plain[ord(".")]
+    assert refined[ord("ﬁ")] != refined[ord("中")] and refined[ord("<")] == refined[ord("|")] != refined[ord(".")]

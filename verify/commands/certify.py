@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from verify.commands.options import (MAX_SECONDS, add_engine_options, add_job_options, add_out_option,
+from verify.commands.options import (MAX_SECONDS, add_engine_options, add_job_options, add_out_option, check_positive,
                                      add_pool_options, compared_exit, engine_options, job_options,
                                      reference_and_candidates)
 from verify.errors import UsageError
@@ -41,6 +41,11 @@ def add_parser(sub) -> None:
     p.add_argument("--premise", action="append", type=Path, metavar="OUT",
                    help="a finished unicode / vocab sweep / length sweep run of the same engines, recorded as a "
                         "premise with its verdict (repeatable)")
+    p.add_argument("--sweeps", action="store_true",
+                   help="first run the Unicode, vocabulary and length sweeps of the same engines (into "
+                        "OUT/premises/), recorded as the certificate's premises")
+    p.add_argument("--max-chars", type=int, default=None, metavar="N",
+                   help="with --sweeps: the length sweep's longest family (default its own, 1,000,000)")
     p.add_argument("--explain", action="store_true", help="print the atoms of the reference's pattern and exit")
     p.add_argument("--check", type=Path, metavar="CERT",
                    help="re-verify a certificate.json against the engines installed here")
@@ -54,14 +59,21 @@ def run(args) -> int:
     if args.explain:
         return _explain(reference_and_candidates(args)[0], args)
     from verify.adversarial.certify.hunt import check_k, check_reps
-    from verify.jobs.certify import certify_job, read_premises
+    from verify.jobs.certify import certify_job, read_premises, run_premises
 
     check_k(args.k)
     check_reps(args.reps)
     if args.budget is not None and not 0 < args.budget <= MAX_SECONDS:
         raise UsageError(f"--budget must be a positive number of seconds, at most {MAX_SECONDS:g}, got {args.budget:g}")
+    if args.max_chars is not None and not args.sweeps:
+        raise UsageError("--max-chars bounds the length sweep of --sweeps: give --sweeps too")
+    if args.sweeps and args.premise:
+        raise UsageError("--sweeps runs the premises; --premise reads finished ones: give one of them")
+    check_positive(args.max_chars, "--max-chars", minimum=2)
     premises = read_premises(args.premise, *reference_and_candidates(args)) if args.premise else None
     job = job_options(args, "certify")
+    if args.sweeps:
+        premises = run_premises(*reference_and_candidates(args), job, max_chars=args.max_chars)
     # unsaid engines stay None: a --resume takes them from its plan, a new run from engines/defaults.toml
     result = certify_job(args.reference, args.candidate, job, k=args.k, reps=args.reps, budget_s=args.budget,
                          premises=premises)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +67,34 @@ def read_premises(folders: list[Path], reference: str, candidates: list[str]) ->
         premises[hunt] = {"status": "read", "out": str(folder), "complete": bool(manifest.get("complete")),
                           "verdict": "equal" if verified else "not equal", "samples": counts.get("samples", 0),
                           **states}
+    return premises
+
+
+PREMISES_FOLDER = "premises"
+
+
+def run_premises(reference: str, candidates: list[str], job: JobOptions, *,
+                 max_chars: int | None = None) -> dict[str, Any]:
+    """The sweeps a certificate rests on, run on the same engines into ``OUT/premises/<sweep>``
+    (each resumed where a previous attempt left it): every code point in its contexts (the
+    Unicode sweep: each code point in the atom of its class), every vocabulary token and
+    adjacent pair, every length family to ``max_chars`` (the length sweep's default when None).
+    Returns them as premises (``read_premises``), marked as run by certify."""
+    from verify.jobs.length import length_job
+    from verify.jobs.unicode import unicode_job
+    from verify.jobs.vocab import vocab_job
+
+    sweeps = {"unicode": lambda j: unicode_job(reference, candidates, j),
+              "vocab-sweep": lambda j: vocab_job(reference, candidates, j),
+              "length": lambda j: length_job(reference, candidates, j, max_chars=max_chars)}
+    folders = []
+    for name, sweep in sweeps.items():
+        folder = job.out / PREMISES_FOLDER / name
+        sweep(replace(job, out=folder, resume=(folder / "plan.json").is_file(), argv=[]))
+        folders.append(folder)
+    premises = read_premises(folders, reference, candidates)
+    for name, premise in premises.items():
+        premise.update(status="run", out=f"{PREMISES_FOLDER}/{name}")
     return premises
 
 

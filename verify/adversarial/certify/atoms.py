@@ -51,8 +51,11 @@ class Leaf:
 
     text: str  # regex source matching one character: ``\\p{L}``, ``[sdmt]``, ``'``
     fold: bool  # inside ``(?i...)``
+    note: str = ""  # a refinement's name (not a part of the pattern): what it tells apart
 
     def label(self) -> str:
+        if self.note:
+            return self.note
         return self.text + (" (case fold)" if self.fold else "")
 
 
@@ -171,7 +174,9 @@ def _group_strings(body: str) -> set[str] | None:
             if len(options) > MAX_GROUP_STRINGS:
                 return None
         strings.update(options)
-    return strings if "" not in strings else None
+    if "" in strings or any(a != b and b.startswith(a) for a in strings for b in strings):
+        return None  # an empty branch, or one a prefix of another: their order matters, left as written
+    return strings
 
 
 def _alike(strings: set[str], x: str, y: str) -> bool:
@@ -322,8 +327,43 @@ def utf8_lengths() -> np.ndarray:
     return np.where(cp < 0x80, 1, np.where(cp < 0x800, 2, np.where(cp < 0x10000, 3, 4))).astype(np.uint64)
 
 
-def alphabet(patterns: Sequence[str], ranks: dict[bytes, int] | None = None) -> Alphabet:
-    """The atoms of ``patterns`` (applied in order; their leaves pooled). ``ranks``: the
+NORMALIZATION_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+
+
+def refinements(special_literals: Sequence[str] = (), normalizer: str | None = None) -> tuple[Leaf, ...]:
+    """What else than the pattern changes ids, as tests of one character: the characters of the
+    special-token literals that are not letters or digits (``<``, ``|``, ``>``: where an engine's
+    special-token scanner starts, in plain text too) and, under a normalizer, whether the
+    normalization changes the character."""
+    out = []
+    delimiters = sorted({c for literal in special_literals for c in literal if not c.isalnum()})
+    if delimiters:
+        out.append(Leaf("[" + "".join(regex.escape(c) for c in delimiters) + "]", False,
+                        "special-token delimiter " + "".join(delimiters)))
+    if normalizer in NORMALIZATION_FORMS:
+        out.append(Leaf(_changed_by(normalizer), False, f"changed by {normalizer}"))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4)
+def _changed_by(form: str) -> str:
+    """A character class of the code points ``form`` changes (ranges of ``\\UXXXXXXXX`` escapes)."""
+    changed = [c for c in range(MAX_CODE_POINT + 1)
+               if not EXCLUDED[0] <= c <= EXCLUDED[1] and unicodedata.normalize(form, chr(c)) != chr(c)]
+    parts, start = [], None
+    for i, c in enumerate(changed):
+        if start is None:
+            start = c
+        if i + 1 == len(changed) or changed[i + 1] != c + 1:
+            parts.append(f"\\U{start:08X}" + (f"-\\U{c:08X}" if c != start else ""))
+            start = None
+    return "[" + "".join(parts) + "]"
+
+
+def alphabet(patterns: Sequence[str], ranks: dict[bytes, int] | None = None,
+             refined: tuple[Leaf, ...] = ()) -> Alphabet:
+    """The atoms of ``patterns`` (applied in order; their leaves pooled), refined by the tests
+    ``refined`` (``refinements``). ``ranks``: the
     vocabulary's token -> rank, to pick each atom's commonest member: the one that occurs in
     the most tokens (so it takes part in merges: ``'.'``, not ``'!'``, joins a letter after it
     into one token), ties to the lower rank as a token of its own, then the lower code point
@@ -338,15 +378,18 @@ def alphabet(patterns: Sequence[str], ranks: dict[bytes, int] | None = None) -> 
             own_rank[ord(text)] = min(rank, own_rank.get(ord(text), rank))
     score = tuple(sorted((c, (-n, own_rank.get(c, 1 << 40))) for c, n in occurs.items()))
     digest = hashlib.sha256(repr(score).encode()).hexdigest()[:16]
-    return _alphabet(tuple(patterns), score, digest)
+    return _alphabet(tuple(patterns), score, digest, tuple(refined))
 
 
 @lru_cache(maxsize=8)
-def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]], ...], rank_digest: str) -> Alphabet:
+def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]], ...], rank_digest: str,
+              refined: tuple[Leaf, ...] = ()) -> Alphabet:
     pooled: dict[Leaf, None] = {}
     for pattern in patterns:
         for leaf in leaves(pattern):
             pooled.setdefault(leaf, None)
+    for leaf in refined:
+        pooled.setdefault(leaf, None)
     found = list(pooled)
     if len(found) > MAX_LEAVES:
         raise UsageError(f"the pattern has {len(found)} distinct character tests; at most {MAX_LEAVES} are supported")
@@ -373,7 +416,8 @@ def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]
         reps = tuple(dict.fromkeys((commonest, highest, lowest)))
         held = tuple(found[b].label() for b in range(len(found)) if key >> (b + 3) & 1)
         atoms.append(Atom(index, int(members.size), utf8, lowest, highest, reps, held, _label(members)))
-    digest = hashlib.sha256("\0".join([ALPHABET_SCHEMA, *patterns, rank_digest, regex.__version__]).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\0".join([ALPHABET_SCHEMA, *patterns, *(leaf.text for leaf in refined), rank_digest,
+                                       regex.__version__]).encode()).hexdigest()[:16]
     return Alphabet(patterns, tuple(found), tuple(atoms), digest)
 
 
@@ -417,6 +461,13 @@ def patterns_of(spec: str) -> tuple[list[str], dict[bytes, int] | None]:
     """The split patterns of ``spec``'s vocabulary and its token -> rank (for the commonest
     members), read from its files (``verify.vocab.inspect``). One line, exit 2, when there
     is no pattern to read."""
+    view = _view_of(spec)
+    special = set(view.special.values())
+    ranks = {t: i for i, t in enumerate(view.tokens) if t and i not in special}
+    return [p.regex for p in view.patterns], ranks
+
+
+def _view_of(spec: str):
     from verify.engines.registry import parse_spec
     from verify.vocab.inspect import vocabulary_view
 
@@ -431,14 +482,14 @@ def patterns_of(spec: str) -> tuple[list[str], dict[bytes, int] | None]:
     if not view.patterns:
         raise UsageError(f"{spec} has no pre-tokenizer pattern (a {view.kind} vocabulary): certify has no alphabet "
                          "to enumerate")
-    special = set(view.special.values())
-    ranks = {t: i for i, t in enumerate(view.tokens) if t and i not in special}
-    return [p.regex for p in view.patterns], ranks
+    return view
 
 
 def alphabet_of(spec: str) -> Alphabet:
+    """The alphabet of ``spec``'s pattern, refined by its special-token literals and normalizer."""
     patterns, ranks = patterns_of(spec)
-    return alphabet(patterns, ranks)
+    view = _view_of(spec)
+    return alphabet(patterns, ranks, refinements(tuple(view.special), view.normalizer))
 
 
 @lru_cache(maxsize=4)
