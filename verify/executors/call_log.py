@@ -4,8 +4,8 @@ A finding that does not reproduce on a fresh engine depends on what the engine s
 (``verify.history``). Those earlier calls exist only in the worker that made them, so every
 executor logs its encode calls here as it makes them: each entry is one call (the samples of
 one batch, in order). The log is bounded twice -- ``MAX_CALLS`` calls and ``MAX_CHARS``
-characters, the oldest dropped first, the newest call always kept -- so its memory does not
-grow with the corpus; a history whose poison lies further back is reported as such.
+characters (each sample counted ``SAMPLE_OVERHEAD_CHARS`` more), the oldest dropped first, the
+newest call always kept -- so its memory does not grow with the corpus; a history whose poison lies further back is reported as such.
 
     log.record(samples)                 -> the call's sequence number
     log.through(sample) -> (calls, (i, j)) the kept calls up to the latest that held ``sample``
@@ -21,10 +21,13 @@ from verify.sample import Sample
 
 MAX_CALLS = 4096
 MAX_CHARS = 8_000_000
+# what a kept sample costs besides its text (the Sample, its id, its segment tuple), in characters:
+# a log of millions of 4-character strings (verify certify) would otherwise hold ~600 MB in 8M characters
+SAMPLE_OVERHEAD_CHARS = 100
 
 
 def _chars(samples: Sequence[Sample]) -> int:
-    return sum(len(seg.text) for s in samples for seg in s.segments)
+    return sum(len(seg.text) for s in samples for seg in s.segments) + SAMPLE_OVERHEAD_CHARS * len(samples)
 
 
 class CallLog:
