@@ -5,7 +5,8 @@ A finding that does not reproduce on a fresh engine depends on what the engine s
 executor logs its encode calls here as it makes them: each entry is one call (the samples of
 one batch, in order). The log is bounded twice -- ``MAX_CALLS`` calls and ``MAX_CHARS``
 characters (each sample counted ``SAMPLE_OVERHEAD_CHARS`` more), the oldest dropped first, the
-newest call always kept -- so its memory does not grow with the corpus; a history whose poison lies further back is reported as such.
+newest call always kept -- so its memory does not grow with the corpus; a history whose
+poison lies further back is reported as such.
 
     log.record(samples)                 -> the call's sequence number
     log.through(sample) -> (calls, (i, j)) the kept calls up to the latest that held ``sample``
