@@ -252,3 +252,30 @@ def test_a_normalizer_and_special_literals_refine_the_atoms():
     refined = atom_table(alphabet([r"\p{L}+|[^\s\p{L}]+|\s+"], None, refinements(("<|x|>",), "NFKC")))
     assert plain[ord("ﬁ")] == plain[ord("中")] and plain[ord("<")] == plain[ord(".")]
     assert refined[ord("ﬁ")] != refined[ord("中")] and refined[ord("<")] == refined[ord("|")] != refined[ord(".")]
+
+
+@pytest.mark.parametrize("reference, candidate, known", [
+    # kitoken 0.11.1: a newline before a contraction ("\n's"; 't is the same atoms)
+    ("tiktoken:p50k_base", "kitoken:p50k_base", ["\n's"]),
+    # tokie 0.1.4's scanner: a tab before punctuation and a letter, before a contraction, spaces before \x0c
+    ("tiktoken:cl100k_base", "tokie:cl100k_base", ["\t(a", "\t's", "  \x0c"]),
+])
+def test_real_scanner_bugs_are_counterexamples_at_the_pr_profiles_k(tmp_path, reference, candidate, known):
+    """The PR profile's certificate (k = 3, ``verify.gate.budget.CERTIFY_MIN_K``) meets the real
+    engines' known scanner bugs: each known input's atom string is a minimal counterexample (with
+    these or other representatives), and the findings are triaged into clusters by cause."""
+    from verify.adversarial.certify.atoms import alphabet_of, atom_table
+    from verify.gate.budget import CERTIFY_MIN_K
+
+    pytest.importorskip(candidate.split(":")[0])
+    out = tmp_path / "out"
+    proc = run_cli("certify", "--reference", reference, "--candidate", candidate, "--k", str(CERTIFY_MIN_K),
+                   "--workers", "1", "--no-progress", "--minimize-budget", "20", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads((out / "certificate.json").read_text())
+    table = atom_table(alphabet_of(reference))
+    found = {tuple(c["atoms"]) for c in doc["counterexamples"]}
+    for text in known:
+        assert tuple(int(table[ord(c)]) for c in text) in found, (text, sorted(found))
+    clusters = json.loads((out / "clusters.json").read_text())["clusters"]
+    assert clusters and len(clusters) < len(doc["counterexamples"]) or len(doc["counterexamples"]) == 1

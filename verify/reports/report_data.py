@@ -72,6 +72,7 @@ class ReportData:
     gate: dict[str, Any] | None = None
     session_findings: list[dict[str, Any]] = field(default_factory=list)  # first session findings, display-ready
     session_findings_total: int = 0
+    certificate: dict[str, Any] | None = None  # verify certify's certificate.json, display-ready
 
     @property
     def reference(self) -> dict[str, Any] | None:
@@ -282,4 +283,36 @@ def load_report(out: Path, max_findings: int = 50, max_clusters: int = 200) -> R
     data.triaged = (out / "clusters.json").is_file()
     _cluster_rows(data, first_member, max_clusters)
     _shards_and_throughput(data)
+    data.certificate = _certificate_view(out / "certificate.json")
     return data
+
+
+CERTIFICATE_COUNTEREXAMPLES = 20  # rows on the page; all of them are in certificate.json
+
+
+def _certificate_view(path: Path) -> dict[str, Any] | None:
+    """The certificate of a ``verify certify`` run for the page: its statement, the space per
+    length, the premises and the first counterexamples (None: no certificate here). A file that
+    is not what certify writes is one line naming it, as for the manifest."""
+    from verify import jsonl
+    from verify.errors import CorruptFileError
+
+    if not path.is_file():
+        return None
+    doc = jsonl.load(path)
+    try:
+        per_length = [{"length": int(n), "atom_strings": int(v["atom_strings"]), "strings": int(v["strings"]),
+                       "compared": int(v["compared"])} for n, v in doc["strings"]["per_length"].items()]
+        premises = [{"name": str(name), "status": str(p.get("status", "")), "verdict": str(p.get("verdict", "—")),
+                     "samples": p.get("samples", "—")} for name, p in doc["premises"].items()]
+        examples = [{"engine": str(c["engine"]), "text": repr(c["text"]), "length": int(c["length"]),
+                     "atoms": " ".join(map(str, c["atoms"])), "expected": c.get("expected"), "actual": c.get("actual")}
+                    for c in doc["counterexamples"][:CERTIFICATE_COUNTEREXAMPLES]]
+        return {"verdict": str(doc["verdict"]), "statement": str(doc["statement"]), "k": int(doc["k"]),
+                "atoms": int(doc["alphabet"]["atoms"]), "reps": int(doc["alphabet"]["representatives_per_atom"]),
+                "digest": str(doc["alphabet"]["digest"]), "total": int(doc["strings"]["total"]),
+                "compared": int(doc["strings"]["compared"]), "per_length": per_length, "premises": premises,
+                "counterexamples": examples, "counterexamples_total": len(doc["counterexamples"])}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CorruptFileError(f"{path}: not a certificate as verify certify writes it ({type(exc).__name__}: {exc}; "
+                               "changed since?)") from None

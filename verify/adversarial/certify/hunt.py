@@ -6,8 +6,9 @@ alphabet's digest -- so workers never derive it again, and a ``--resume`` with a
 alphabet (a new ``regex`` release, another vocabulary) is refused like any changed option.
 Shards are ``certify:L<length>[a:b]``: the atom strings ``a..b-1`` of one length (``space``),
 in length order. A shard encodes every string of its range on every engine (the reference
-once), commits its counts, at most ``MAX_SHARD_FINDINGS`` findings per engine (the rest
-counted) and, in its extra, how many strings it compared and how many differed per engine.
+once), commits its counts, one finding per differing atom string and engine (its first
+assignment), at most ``MAX_SHARD_FINDINGS`` of them (the rest counted as ``unlisted``) and, in
+its extra, how many strings and atom strings it compared and how many differed per engine.
 
 **Counterexamples.** The findings are merged in plan order through ``keep``: a finding whose
 atom string contains, as a contiguous run, the atom string of a finding already kept for
@@ -51,7 +52,7 @@ DEFAULT_REPS = 2
 MAX_REPS = 3
 SHARD_STRINGS = 16384  # about this many strings per shard
 BATCH = 1024
-MAX_SHARD_FINDINGS = 32  # per engine and shard; the rest counted
+MAX_SHARD_FINDINGS = 512  # differing atom strings listed per engine and shard; the rest counted (``unlisted``)
 MAX_COUNTEREXAMPLES = 200  # per engine, kept in divergences.jsonl and the certificate
 # Strings compared per second by one worker (tiktoken against one candidate, 2 representatives,
 # measured on a loaded 2-core machine: bench/bench_certify.py). ``--budget`` turns seconds into a
@@ -88,20 +89,28 @@ def certify_shard(index: int, shard: CertifyShard, executors: list, context) -> 
     for ex in executors:
         counts.engine(ex.spec)
     kept, found = [], {}
+    atom_strings: dict[str, set[int]] = {}  # per engine, the differing atom strings (one finding each)
     for samples, outcomes in pipelined(executors, batches()):
         delta, findings = compare_batch(samples, outcomes, sides, SOURCE)
         counts.add(delta)
         for finding in findings:
-            n = found.get(finding.engine, 0)
-            found[finding.engine] = n + 1
-            if n < MAX_SHARD_FINDINGS:
-                _, t, j = (int(x) for x in finding.sample.id.split(":")[1:])
+            found[finding.engine] = found.get(finding.engine, 0) + 1
+            _, t, j = (int(x) for x in finding.sample.id.split(":")[1:])
+            seen = atom_strings.setdefault(finding.engine, set())
+            if t in seen:
+                continue  # another assignment of the same atom string: counted, not a new counterexample
+            seen.add(t)
+            if len(seen) <= MAX_SHARD_FINDINGS:
                 finding.fields["certify"] = {"length": length, "index": t, "assignment": j,
                                              "atoms": list(space.digits(length, t))}
                 kept.append(finding)
+    differing_atoms = {spec: len(seen) for spec, seen in atom_strings.items()}
     result = ShardResult(index, shard.id, counts, worker=context.worker,
                          extra={"length": length, "atom_strings": shard.stop - shard.start,
-                                "strings": counts.samples, "differing": found})
+                                "strings": counts.samples, "differing": found,
+                                "differing_atom_strings": differing_atoms,
+                                "unlisted": {spec: n - MAX_SHARD_FINDINGS for spec, n in differing_atoms.items()
+                                             if n > MAX_SHARD_FINDINGS}})
     fresh = FreshCheck(executors)  # after the pipelined loop: no engine has a batch in flight
     for finding in fresh.confirm(kept):
         result.add_record(*finding.to_record())
@@ -233,10 +242,16 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
     per_length = {n: {"atom_strings": space.atom_strings(n), "strings": space.strings(n), "compared": 0}
                   for n in range(1, space.k + 1)}
     differing: dict[str, int] = {}
+    unlisted: dict[str, int] = {}
+    differing_atoms: dict[str, int] = {}  # atom strings with a differing string; a counterexample lists each
     for _, extra in store.extras(markers):
         per_length[extra["length"]]["compared"] += extra["strings"]
         for spec, n in extra["differing"].items():
             differing[spec] = differing.get(spec, 0) + n
+        for spec, n in (extra.get("unlisted") or {}).items():
+            unlisted[spec] = unlisted.get(spec, 0) + n
+        for spec, n in (extra.get("differing_atom_strings") or {}).items():
+            differing_atoms[spec] = differing_atoms.get(spec, 0) + n
     totals = store.totals(markers)
     complete = len(markers) == len(plan.shards)
     counterexamples = []
@@ -285,6 +300,9 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
         "counts": {"verified": states["verified"], "diverged": states["diverged"], "error": states["error"],
                    "crash": states["crash"], "timeout": states["timeout"], "skipped": states["skipped"]},
         "differing_strings": differing,
+        "differing_atom_strings": differing_atoms,  # minimal ones are the counterexamples; the rest contain one
+        # differing atom strings past a shard's MAX_SHARD_FINDINGS: counted, not among the counterexamples
+        "unlisted_atom_strings": unlisted,
         "premises": premises,
         "verdict": verdict,
         "counterexamples": counterexamples,
@@ -308,6 +326,8 @@ def statement(doc: dict[str, Any]) -> str:
                 f"until the run is resumed to the end{premises}.")
     if doc["counterexamples"]:
         first = doc["counterexamples"][0]
-        return (f"{space}: NOT equal, {len(doc['counterexamples'])} minimal counterexample(s), the shortest "
+        more = sum(doc.get("unlisted_atom_strings", {}).values())
+        more = f" (and {more:,} more differing atom strings counted, not listed)" if more else ""
+        return (f"{space}: NOT equal, {len(doc['counterexamples'])} minimal counterexample(s){more}, the shortest "
                 f"{first['text']!r} ({first['length']} atoms, {first['engine']}){premises}.")
     return (f"{space}: NOT certified, {doc['counts']['skipped']:,} strings skipped or not compared{premises}.")
