@@ -279,3 +279,26 @@ def test_real_scanner_bugs_are_counterexamples_at_the_pr_profiles_k(tmp_path, re
         assert tuple(int(table[ord(c)]) for c in text) in found, (text, sorted(found))
     clusters = json.loads((out / "clusters.json").read_text())["clusters"]
     assert clusters and len(clusters) < len(doc["counterexamples"]) or len(doc["counterexamples"]) == 1
+
+
+def test_premises_run_by_certify_are_recorded_with_their_verdicts(tmp_path):
+    """``--sweeps``: the Unicode, vocabulary and length sweeps of the same engines run into
+    OUT/premises/ and the certificate records each with its verdict and counts (cut short here)."""
+    from verify.executors.pool import EngineOptions
+    from verify.jobs.certify import certify_job, run_premises
+    from verify.pipeline.hunt import JobOptions
+
+    out = tmp_path / "out"
+    job = JobOptions(out=out, engine=EngineOptions(isolate=False), workers=1, progress=False, minimize_budget_s=0.0)
+    premises = run_premises(REFERENCE, ["hf:cl100k_base"], job, max_chars=2000, unicode_stop=0x300, vocab_limit=300)
+    assert set(premises) == {"unicode", "vocab-sweep", "length"}
+    for name, premise in premises.items():
+        assert premise["status"] == "run" and premise["out"] == f"premises/{name}", premise
+        assert premise["verdict"] == "equal" and premise["samples"] > 0 and premise["verified"] == premise["samples"]
+        assert (out / "premises" / name / "manifest.json").is_file()
+    doc = certify_job(REFERENCE, ["hf:cl100k_base"], job, k=1, premises=premises).certificate
+    assert doc["verdict"] == "equal" and doc["premises"] == premises
+    assert "premises unicode sweep: equal, vocab-sweep sweep: equal, length sweep: equal" in doc["statement"]
+    proc = run_cli("certify", "--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--max-chars", "100",
+                   "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2 and "--sweeps" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

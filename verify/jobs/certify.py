@@ -73,19 +73,20 @@ def read_premises(folders: list[Path], reference: str, candidates: list[str]) ->
 PREMISES_FOLDER = "premises"
 
 
-def run_premises(reference: str, candidates: list[str], job: JobOptions, *,
-                 max_chars: int | None = None) -> dict[str, Any]:
+def run_premises(reference: str, candidates: list[str], job: JobOptions, *, max_chars: int | None = None,
+                 unicode_stop: int | None = None, vocab_limit: int | None = None) -> dict[str, Any]:
     """The sweeps a certificate rests on, run on the same engines into ``OUT/premises/<sweep>``
     (each resumed where a previous attempt left it): every code point in its contexts (the
     Unicode sweep: each code point in the atom of its class), every vocabulary token and
     adjacent pair, every length family to ``max_chars`` (the length sweep's default when None).
-    Returns them as premises (``read_premises``), marked as run by certify."""
+    Returns them as premises (``read_premises``), marked as run by certify. ``unicode_stop`` and
+    ``vocab_limit`` cut the first two short (tests; the premise then records the smaller counts)."""
     from verify.jobs.length import length_job
     from verify.jobs.unicode import unicode_job
     from verify.jobs.vocab import vocab_job
 
-    sweeps = {"unicode": lambda j: unicode_job(reference, candidates, j),
-              "vocab-sweep": lambda j: vocab_job(reference, candidates, j),
+    sweeps = {"unicode": lambda j: unicode_job(reference, candidates, j, stop=unicode_stop),
+              "vocab-sweep": lambda j: vocab_job(reference, candidates, j, limit=vocab_limit),
               "length": lambda j: length_job(reference, candidates, j, max_chars=max_chars)}
     folders = []
     for name, sweep in sweeps.items():
