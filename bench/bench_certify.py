@@ -12,7 +12,7 @@ machine is not the figure, CPU seconds are. ``hunt.STRINGS_PER_SECOND`` (what ``
 turns seconds into) is set from this bench's isolated rate.
 
 ``--recall N``: N planted faults per length -- the real reference with one wrong split rule on
-one atom sequence drawn at random (``verify.engines.planted.atom_split``), redrawn until the cut
+one atom sequence drawn at random (``verify.adversarial.certify.planted``), redrawn until the cut
 shows on the sequence's own strings -- each certified at k = its length (1 representative, 2
 in-process workers); found means the certificate's shortest counterexample is that sequence.
 """
@@ -57,7 +57,7 @@ def recall(reference: str, trials: int, lengths: list[int]) -> None:
     import random
 
     from verify.adversarial.certify.atoms import alphabet_of
-    from verify.engines.planted.atom_split import observable
+    from verify.adversarial.certify.planted import observable
 
     seed = random.Random().randrange(2**32)
     rng = random.Random(seed)
@@ -74,7 +74,7 @@ def recall(reference: str, trials: int, lengths: list[int]) -> None:
                 seq = tuple(rng.randrange(atoms) for _ in range(length))
                 if observable(reference, seq, 1):
                     break
-            spec = f"python:verify.engines.planted.atom_split:planted?reference={reference}&seq=" + \
+            spec = f"python:verify.adversarial.certify.planted:planted?reference={reference}&seq=" + \
                 ".".join(map(str, seq))
             run = certify(reference, spec, length, 1, in_process=True, workers=2)
             cpu += run["cpu"]

@@ -18,7 +18,8 @@ PLANT = '''
 (one extra token) exactly when the text's atoms contain the sequence ``seq`` contiguously."""
 from functools import lru_cache
 
-from verify.adversarial.certify.atoms import alphabet_of, atom_table
+from verify.adversarial.certify.atoms import alphabet_of
+from verify.alphabet import atom_table
 
 
 @lru_cache(maxsize=1)
@@ -75,7 +76,8 @@ def certify(out, *args, candidate="hf:cl100k_base"):
 
 
 def test_the_atoms_of_cl100k_separate_what_its_pattern_tells_apart():
-    from verify.adversarial.certify.atoms import EXCLUDED, MAX_CODE_POINT, _alphabet, alphabet_of, atom_table
+    from verify.adversarial.certify.atoms import alphabet_of
+    from verify.alphabet import EXCLUDED, MAX_CODE_POINT, _alphabet, atom_table
 
     alpha = alphabet_of(REFERENCE)
     table = atom_table(alpha)
@@ -112,9 +114,10 @@ def test_merged_alternatives_split_every_text_as_the_pattern_does(reference):
     contractions, apostrophes and spaces into the same pieces."""
     import regex
 
-    from verify.adversarial.certify.atoms import merge_alternatives, patterns_of
+    from verify.adversarial.certify.atoms import patterns_of
+    from verify.alphabet import merge_alternatives
 
-    (pattern,), _ = patterns_of(reference)
+    (pattern,) = patterns_of(reference)
     merged = merge_alternatives(pattern)
     assert merged != pattern and "[rv]" in merged
     rng = random.Random()
@@ -135,11 +138,11 @@ def test_explain_prints_the_atoms():
 
 @pytest.mark.parametrize("length", [3, 4])
 def test_a_planted_wrong_split_on_a_random_atom_sequence_is_the_shortest_counterexample(tmp_path, length):
-    """The real reference with one wrong split rule (``verify.engines.planted.atom_split``: a text
+    """The real reference with one wrong split rule (``verify.adversarial.certify.planted``: a text
     whose atoms contain the drawn sequence is cut inside it), the sequence drawn at random until the
     cut shows on its own strings (a cut where the reference cuts anyway is not observable)."""
     from verify.adversarial.certify.atoms import alphabet_of
-    from verify.engines.planted.atom_split import observable
+    from verify.adversarial.certify.planted import observable
 
     seed = random.Random().randrange(2**32)
     rng = random.Random(seed)
@@ -151,7 +154,7 @@ def test_a_planted_wrong_split_on_a_random_atom_sequence_is_the_shortest_counter
     else:
         pytest.fail(f"seed {seed}: no observable sequence of {length} atoms in 500 draws")
     why = f"seed {seed}, planted atom sequence {seq}"
-    spec = "python:verify.engines.planted.atom_split:planted?seq=" + ".".join(map(str, seq))
+    spec = "python:verify.adversarial.certify.planted:planted?seq=" + ".".join(map(str, seq))
     proc = certify(tmp_path / "out", "--k", str(length), "--reps", "1", candidate=spec)
     assert proc.returncode == 1, (why, proc.stderr)
     doc = json.loads((tmp_path / "out" / "certificate.json").read_text())
@@ -246,7 +249,7 @@ def test_a_normalizer_and_special_literals_refine_the_atoms():
     """What changes ids besides the pattern: a character NFKC changes (the ligature ``ﬁ``) is not
     in the atom of a letter it does not change of the same UTF-8 length (``中``), and the
     delimiters of a special-token literal leave the atom of the other punctuation."""
-    from verify.adversarial.certify.atoms import alphabet, atom_table, refinements
+    from verify.alphabet import alphabet, atom_table, refinements
 
     plain = atom_table(alphabet([r"\p{L}+|[^\s\p{L}]+|\s+"]))
     refined = atom_table(alphabet([r"\p{L}+|[^\s\p{L}]+|\s+"], None, refinements(("<|x|>",), "NFKC")))
@@ -264,7 +267,8 @@ def test_real_scanner_bugs_are_counterexamples_at_the_pr_profiles_k(tmp_path, re
     """The PR profile's certificate (k = 3, ``verify.gate.budget.CERTIFY_MIN_K``) meets the real
     engines' known scanner bugs: each known input's atom string is a minimal counterexample (with
     these or other representatives), and the findings are triaged into clusters by cause."""
-    from verify.adversarial.certify.atoms import alphabet_of, atom_table
+    from verify.adversarial.certify.atoms import alphabet_of
+    from verify.alphabet import atom_table
     from verify.gate.budget import CERTIFY_MIN_K
 
     pytest.importorskip(candidate.split(":")[0])

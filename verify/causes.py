@@ -51,7 +51,7 @@ The explanations, tried in this order (the first that holds names the cause):
                so an unexplained bug stays new until someone names it. When the reference's
                pattern is known, a short reproducer is keyed instead by what the pattern sees
                of each character (``ids/reproducer/<shape>/pattern-<digest>``: the tests of the
-               pattern that hold on it, ``certify.atoms.pattern_classes``), so ``'\\t.a'`` and
+               pattern that hold on it, ``verify.alphabet.pattern_classes``), so ``'\\t.a'`` and
                ``'\\x0c.A'``, one input to the scanner, are one cluster. One exception: a
                reproducer that is one character, or a run of it (``' '``, ``'\\t'``, ``'\\n\\n'``:
                the minimiser keeps each finding's own characters), is keyed by its class and
@@ -113,7 +113,7 @@ class Probe:
     agree: Callable[[list], "bool | None"] = lambda segments: None
     specials: tuple[str, ...] = ()
     pattern: Any = None  # a compiled ``regex`` pattern of the reference's pre-tokenizer
-    # per character, which of the pattern's tests hold on it (``certify.atoms.pattern_classes``); None: unknown
+    # per character, which of the pattern's tests hold on it (``verify.alphabet.pattern_classes``); None: unknown
     classes: Callable[[str], tuple[int, ...]] | None = None
 
 

@@ -562,7 +562,7 @@ def _vocabulary_facts(reference) -> tuple[tuple[str, ...], Any, Any]:
         except Exception:
             pattern = None
     if view.patterns and pattern is not None:
-        from verify.adversarial.certify.atoms import pattern_classes
+        from verify.alphabet import pattern_classes
 
         classes = pattern_classes([p.regex for p in view.patterns])
     return tuple(view.special), pattern, classes

@@ -3,7 +3,7 @@
 after the first character of its first occurrence and the two parts encoded apart -- a scanner
 that breaks one pre-token where the pattern does not. It plugs in as a Python engine:
 
-    python:verify.engines.planted.atom_split:planted?reference=tiktoken:cl100k_base&seq=3.0.6.2
+    python:verify.adversarial.certify.planted:planted?reference=tiktoken:cl100k_base&seq=3.0.6.2
 
 ``observable(reference, seq, reps)`` says whether the fault shows on the sequence's own
 strings (a cut where the reference cuts anyway changes nothing): recall is measured on the
@@ -16,7 +16,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from verify.adversarial.certify.atoms import alphabet_of, atom_table
+from verify.adversarial.certify.atoms import alphabet_of
+from verify.alphabet import atom_table
 from verify.adversarial.certify.space import Space
 from verify.engines.registry import build_engine
 from verify.sample import Sample
