@@ -302,7 +302,9 @@ def test_premises_run_by_certify_are_recorded_with_their_verdicts(tmp_path):
         assert (out / "premises" / name / "manifest.json").is_file()
     doc = certify_job(REFERENCE, ["hf:cl100k_base"], job, k=1, premises=premises).certificate
     assert doc["verdict"] == "equal" and doc["premises"] == premises
-    assert "premises unicode sweep: equal, vocab-sweep sweep: equal, length sweep: equal" in doc["statement"]
+    assert ("premises the code points U+0000..U+02FF in their contexts (Unicode sweep): equal, the first 300 "
+            "vocabulary tokens and their pairs (vocab sweep): equal, every length family to 2,000 characters "
+            "(length sweep): equal") in doc["statement"]
     proc = run_cli("certify", "--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--max-chars", "100",
                    "--out", str(tmp_path / "x"))
     assert proc.returncode == 2 and "--sweeps" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -66,8 +66,22 @@ def read_premises(folders: list[Path], reference: str, candidates: list[str]) ->
             states["verified"] == counts.get("samples")
         premises[hunt] = {"status": "read", "out": str(folder), "complete": bool(manifest.get("complete")),
                           "verdict": "equal" if verified else "not equal", "samples": counts.get("samples", 0),
-                          **states}
+                          **states, **_bounds(Path(folder), hunt)}
     return premises
+
+
+def _bounds(folder: Path, hunt: str) -> dict[str, Any]:
+    """What a premise sweep covered, from its plan's options: the code points of a Unicode sweep,
+    the tokens of a vocabulary sweep (None: all), the length bound of a length sweep."""
+    try:
+        options = json.loads((folder / "plan.json").read_text(encoding="utf-8")).get("options") or {}
+    except (OSError, ValueError):
+        return {}
+    if hunt == "unicode":
+        return {"code_points": [options.get("start"), options.get("stop")]}
+    if hunt == "vocab-sweep":
+        return {"tokens": options.get("limit")}
+    return {"max_chars": options.get("max_chars")}
 
 
 PREMISES_FOLDER = "premises"

@@ -316,7 +316,7 @@ def statement(doc: dict[str, Any]) -> str:
     space = (f"every string of at most {doc['k']} atom{'s' if doc['k'] != 1 else ''} over {doc['alphabet']['atoms']} atoms "
              f"({doc['strings']['total']:,} strings, every adjacent pair of atoms with every pair of their "
              f"{doc['alphabet']['representatives_per_atom']} representatives)")
-    ran = [f"{name} sweep: {p.get('verdict', p['status'])}" for name, p in doc["premises"].items()
+    ran = [f"{_premise_words(name, p)}: {p.get('verdict', p['status'])}" for name, p in doc["premises"].items()
            if p.get("status") != "not run"]
     premises = ("; premises " + ", ".join(ran)) if ran else "; no sweep was run as a premise"
     if doc["verdict"] == "equal":
@@ -331,3 +331,18 @@ def statement(doc: dict[str, Any]) -> str:
         return (f"{space}: NOT equal, {len(doc['counterexamples'])} minimal counterexample(s){more}, the shortest "
                 f"{first['text']!r} ({first['length']} atoms, {first['engine']}){premises}.")
     return (f"{space}: NOT certified, {doc['counts']['skipped']:,} strings skipped or not compared{premises}.")
+
+
+def _premise_words(name: str, premise: dict[str, Any]) -> str:
+    """A premise sweep in words: what it covered, as its plan recorded it."""
+    if name == "unicode":
+        start, stop = premise.get("code_points") or (None, None)
+        if start in (None, 0) and stop in (None, 0x110000):
+            return "every code point in its contexts (Unicode sweep)"
+        return f"the code points U+{start or 0:04X}..U+{(stop or 0x110000) - 1:04X} in their contexts (Unicode sweep)"
+    if name == "vocab-sweep":
+        limit = premise.get("tokens")
+        return ("every vocabulary token and adjacent pair" if limit is None else
+                f"the first {limit:,} vocabulary tokens and their pairs") + " (vocab sweep)"
+    bound = premise.get("max_chars")
+    return f"every length family to {bound:,} characters (length sweep)" if bound else "the length sweep"
