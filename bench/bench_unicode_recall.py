@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 from verify.adversarial.unicode.table_recall import faults, found_share, measure
+from verify.reports.md_templates import render
 
 
 def main() -> None:
@@ -25,14 +26,13 @@ def main() -> None:
                         help="joined: the packing engines without special tokens get")
     args = parser.parse_args()
     results = []
-    print("| vocabulary | class | table | changed | sampled | observable | found | recall | extra | version named |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(render("table_recall.md.j2", header=True, results=[]).rstrip())
     for fault in faults():
         if args.only and fault.vocab not in args.only:
             continue
         result = measure(fault, sample=args.sample, contexts=args.contexts, packing=args.packing)
         results.append(result)
-        print(result.row(), flush=True)
+        print(render("table_recall.md.j2", header=False, results=[result]).rstrip(), flush=True)
         if args.misses and result.missed:
             print("  missed:", " ".join(f"U+{c:04X}" for c in result.missed[:40]))
     share = found_share(results)

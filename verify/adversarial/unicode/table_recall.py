@@ -49,13 +49,6 @@ class RecallResult:
         """The share of the observable changed code points found; None when none is observable."""
         return None if not self.observable else 1 - len(self.missed) / len(self.observable)
 
-    def row(self) -> str:
-        f = self.fault
-        recall = "n/a (nothing observable)" if self.recall is None else f"{self.recall:.1%}"
-        return (f"| {f.vocab} | {f.kind} | {f.table} | {self.changed} | {self.sampled} | {len(self.observable)} | "
-                f"{len(self.found)} | {recall} | {len(self.extra)} | {self.version or '-'} "
-                f"{'(tied: ' + ', '.join(self.tied) + ')' if len(self.tied) > 1 else ''} |")
-
 
 def faults() -> list[TableFault]:
     """Every supported pattern x the classes its patterns use x older and newer tables, and
