@@ -313,9 +313,11 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
 
 def statement(doc: dict[str, Any]) -> str:
     """The certificate in words."""
+    reps = doc["alphabet"]["representatives_per_atom"]
+    filled = ("each atom by its commonest member" if reps == 1 else
+              f"every adjacent pair of atoms with every pair of their {reps} representatives")
     space = (f"every string of at most {doc['k']} atom{'s' if doc['k'] != 1 else ''} over {doc['alphabet']['atoms']} atoms "
-             f"({doc['strings']['total']:,} strings, every adjacent pair of atoms with every pair of their "
-             f"{doc['alphabet']['representatives_per_atom']} representatives)")
+             f"({doc['strings']['total']:,} strings, {filled})")
     ran = [f"{_premise_words(name, p)}: {p.get('verdict', p['status'])}" for name, p in doc["premises"].items()
            if p.get("status") != "not run"]
     premises = ("; premises " + ", ".join(ran)) if ran else "; no sweep was run as a premise"
