@@ -58,16 +58,25 @@ def minimised_runs(out, threshold: int) -> list:
     return forms
 
 
-def observable(fault: str, n: int) -> list[str]:
-    """The families of the test whose text of n + 1 characters the fault changes (brute force,
-    in this process): a chunk size every family's token period divides is invisible to them,
-    and recall is undefined there -- such an n is drawn again."""
+def observable(fault: str, n: int, max_chars: int = 4_000) -> list[str]:
+    """The families of the test whose text of n + 1 characters the fault changes, and whose text
+    at the sweep's first growth point above it too (brute force, in this process): a chunk size
+    every family's token period divides is invisible to them, and so is a fault that shows at
+    n + 1 but at no growth point after it (a tie rule's halves aligned at 1,031 spaces though not
+    at 385): the sweep grows, then bisects below the first growth point that differs. Recall is
+    undefined there -- such an n is drawn again."""
     from verify.adversarial.length.families import families_for
+    from verify.adversarial.length.search import lengths
     from verify.engines.planted.length_faults import FAULTS, encode
 
     planted = FAULTS[fault](n)
+    grown = min((g for g in lengths(max_chars) if g > n + 1), default=n + 1)
+
+    def differs(f, length):
+        return planted.encode_batch([f.text(length)])[0] != encode(f.text(length))
+
     return [f.name for f in families_for("tiktoken:cl100k_base") if f.name in FAMILIES
-            and planted.encode_batch([f.text(n + 1)])[0] != encode(f.text(n + 1))]
+            and differs(f, n + 1) and differs(f, grown)]
 
 
 @pytest.mark.parametrize("fault", ["chunked", "tie_rule", "whitespace_cut", "dropped_token"])
