@@ -207,8 +207,14 @@ def test_check_names_the_identity_that_changed(tmp_path, plant):
     ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--reps", "7"],
     ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--k", "2", "--budget", "10"],
     ["--check", "/no/such/certificate.json"],
+    ["--check", "LIST"],  # a JSON array where a certificate should be
+    ["--reference", REFERENCE, "--candidate", "hf:cl100k_base", "--k", "1", "--premise", "LISTDIR"],
 ])
 def test_bad_input_is_one_line_exit_2(tmp_path, args):
+    (tmp_path / "list").mkdir()
+    (tmp_path / "list" / "manifest.json").write_text("[1, 2]")
+    args = [str(tmp_path / "list" / "manifest.json") if a == "LIST" else str(tmp_path / "list") if a == "LISTDIR"
+            else a for a in args]
     proc = run_cli("certify", *args, "--out", str(tmp_path / "bad"))
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr

@@ -19,6 +19,7 @@ READ_CHUNK_BYTES = 1 << 20  # an over-long line is skipped this much at a time (
 MAX_SEGMENTS = 100_000  # segments of one JSONL record
 MAX_ANSWER_LINE_BYTES = 256 << 20  # one line a ``subprocess:`` engine writes (a batch's ids as JSON)
 MAX_HTTP_BODY_BYTES = 256 << 20  # one HTTP answer of an ``http:`` engine
+MAX_GIVEN_JSON_BYTES = 64 << 20  # a JSON file named on the command line (a certificate, a premise's manifest)
 # JSON and TOML nesting: Python's parsers recurse; a document nested deeper than the
 # interpreter's recursion limit (about 1,000 levels) is refused as what it is, never a crash.
 

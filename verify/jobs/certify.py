@@ -15,6 +15,7 @@ from verify.counts import Counts
 from verify.driver import run_hunt
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
+from verify.limits import MAX_GIVEN_JSON_BYTES
 from verify.pipeline.hunt import JobOptions
 
 IDENTITY_FIELDS = ("adapter", "package", "package_version", "vocab_sha256", "options", "fingerprint", "name",
@@ -42,16 +43,28 @@ def certify_job(reference: str | None, requested: list[str] | None, job: JobOpti
     return CertifyResult(job.out, result.counts, doc, dict(load_plan(job.out).not_loaded), result.complete)
 
 
+def _given_json(path: Path, flag: str, what: str) -> Any:
+    """A JSON file a user named (``--check``, ``--premise``): at most ``MAX_GIVEN_JSON_BYTES``,
+    anything unreadable one line (exit 2)."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_GIVEN_JSON_BYTES:
+            raise UsageError(f"{flag} {path}: {size:,} bytes, not a {what} verify writes "
+                             f"(at most {MAX_GIVEN_JSON_BYTES:,})")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise UsageError(f"{flag} {path}: not a readable {what} ({type(exc).__name__})") from None
+    if not isinstance(doc, dict):
+        raise UsageError(f"{flag} {path}: a JSON {type(doc).__name__}, not a {what} verify writes")
+    return doc
+
+
 def read_premises(folders: list[Path], reference: str, candidates: list[str]) -> dict[str, Any]:
     """The sweeps of ``folders`` (finished runs of ``verify unicode``, ``vocab sweep``, ``length
     sweep``) as premises: their hunt, verdict and counts. A run of other engines is refused."""
     premises: dict[str, Any] = {}
     for folder in folders:
-        path = Path(folder) / "manifest.json"
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"--premise {folder}: no readable manifest.json there ({type(exc).__name__})") from None
+        manifest = _given_json(Path(folder) / "manifest.json", "--premise", "run manifest")
         hunt = manifest.get("hunt")
         if hunt not in PREMISES:
             raise UsageError(f"--premise {folder}: a run of '{hunt}', not a premise sweep ({', '.join(PREMISES)})")
@@ -121,10 +134,7 @@ class CheckResult:
 
 
 def load_certificate(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"--check {path}: not a readable certificate ({type(exc).__name__})") from None
+    doc = _given_json(Path(path), "--check", "certificate")
     if not isinstance(doc, dict) or doc.get("schema") != CERTIFICATE_SCHEMA:
         raise UsageError(f"--check {path}: not a {CERTIFICATE_SCHEMA} certificate")
     return doc
