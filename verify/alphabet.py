@@ -398,9 +398,7 @@ def _alphabet(patterns: tuple[str, ...], score: tuple[tuple[int, tuple[int, int]
     found = list(pooled)
     if len(found) > MAX_LEAVES:
         raise UsageError(f"the pattern has {len(found)} distinct character tests; at most {MAX_LEAVES} are supported")
-    signature = utf8_lengths()  # bits 0..2: the UTF-8 length
-    for bit, leaf in enumerate(found):
-        signature |= holds(leaf).astype(np.uint64) << np.uint64(bit + 3)
+    signature = _signature(tuple(found))
     valid = np.ones(MAX_CODE_POINT + 1, dtype=bool)
     valid[EXCLUDED[0]:EXCLUDED[1] + 1] = False
     code_points = np.flatnonzero(valid)
@@ -444,10 +442,19 @@ def atom_table(alpha: Alphabet) -> np.ndarray:
     return _fill_table(alpha, table)
 
 
-def _fill_table(alpha: Alphabet, table: np.ndarray) -> np.ndarray:
+@lru_cache(maxsize=4)
+def _signature(found: tuple[Leaf, ...]) -> np.ndarray:
+    """Per code point: bits 0..2 its UTF-8 length, bit 3 + i whether leaf i holds on it. Cached:
+    the alphabet and its table (``atom_table``) need the same one (read-only)."""
     signature = utf8_lengths()
-    for bit, leaf in enumerate(alpha.leaves):
+    for bit, leaf in enumerate(found):
         signature |= holds(leaf).astype(np.uint64) << np.uint64(bit + 3)
+    signature.flags.writeable = False
+    return signature
+
+
+def _fill_table(alpha: Alphabet, table: np.ndarray) -> np.ndarray:
+    signature = _signature(alpha.leaves)
     by_key = {}
     for atom in alpha.atoms:
         by_key[int(signature[atom.lowest])] = atom.index
