@@ -39,19 +39,23 @@ def encode(text: str) -> list[int]:
     return [int(i) for i in _reference().encoding.encode_ordinary(text)]
 
 
-class Chunked:
+class _Planted:
     def __init__(self, n: int):
         self.n = n
+        _reference()  # loaded with the engine, as a real engine's tables are: a fresh (forked) instance
+        # of it starts loaded, rather than reading cl100k's vocabulary again at its first encode
 
+
+class Chunked(_Planted):
     def encode_batch(self, texts):
         return [sum((encode(t[i:i + self.n]) for i in range(0, len(t), self.n)), []) for t in texts]
 
 
-class TieRule:
+class TieRule(_Planted):
     def __init__(self, n: int):
         import regex
 
-        self.n = n
+        super().__init__(n)
         self.pattern = regex.compile(_reference().encoding._pat_str)
 
     def encode_batch(self, texts):
@@ -69,20 +73,14 @@ class TieRule:
         return out
 
 
-class WhitespaceCut:
-    def __init__(self, n: int):
-        self.n = n
-
+class WhitespaceCut(_Planted):
     def encode_batch(self, texts):
         n = self.n
         return [encode(t[:n]) + encode(t[n:]) if len(t) > n and (t[n - 1].isspace() or t[n].isspace())
                 else encode(t) for t in texts]
 
 
-class DroppedToken:
-    def __init__(self, n: int):
-        self.n = n
-
+class DroppedToken(_Planted):
     def encode_batch(self, texts):
         n = self.n
         return [encode(t) if len(t) <= n else encode(t[:n]) + encode(t[n:])[1:] for t in texts]
