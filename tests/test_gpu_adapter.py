@@ -15,6 +15,7 @@ import types
 import pytest
 
 from conftest import REPO, run_cli
+from verify.engines.registry import parse_spec
 
 CHECK = REPO / "ci" / "device" / "check.sh"
 
@@ -249,10 +250,10 @@ def test_where_an_engine_runs_is_known_before_it_loads():
     from verify.executors.devices import declared_device
     from verify.executors.pool import EngineOptions
 
-    assert declared_device("toktier:deepseek-v3?device=cuda") == "cuda"
-    assert declared_device("toktier:deepseek-v3?device=auto") == "cpu"
-    assert declared_device("tiktoken:cl100k_base") == "cpu"
-    assert declared_device("nosuchadapter:x") == "cpu"  # it says why when it is started
+    assert declared_device(parse_spec("toktier:deepseek-v3?device=cuda")) == "cuda"
+    assert declared_device(parse_spec("toktier:deepseek-v3?device=auto")) == "cpu"
+    assert declared_device(parse_spec("tiktoken:cl100k_base")) == "cpu"
+    assert declared_device(parse_spec("nosuchadapter:x")) == "cpu"  # it says why when it is started
     pinned = EngineOptions(threads=1)
     assert pinned.for_device("cpu").threads == 1 and pinned.for_device("cuda").threads is None
 

@@ -15,6 +15,7 @@ import random
 import pytest
 
 from conftest import run_cli
+from verify.config import parse_spec
 
 
 FAMILIES = ["run:U+0061", "run:U+0020", "run:U+0031", "sep:a|U+0020|a"]  # letters, spaces, digits, a separator
@@ -75,7 +76,7 @@ def observable(fault: str, n: int, max_chars: int = 4_000) -> list[str]:
     def differs(f, length):
         return planted.encode_batch([f.text(length)])[0] != encode(f.text(length))
 
-    return [f.name for f in families_for("tiktoken:cl100k_base") if f.name in FAMILIES
+    return [f.name for f in families_for(parse_spec("tiktoken:cl100k_base")) if f.name in FAMILIES
             and differs(f, n + 1) and differs(f, grown)]
 
 

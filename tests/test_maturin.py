@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
+from verify.engines.registry import parse_spec
 from verify.errors import ConfigError
 
 FIXTURE = REPO / "tests" / "fixtures" / "rust-bpe"
@@ -200,9 +201,9 @@ def test_the_module_name_comes_from_pyproject_then_cargo(tmp_path):
 def test_which_specs_want_native_coverage():
     from verify.engines.maturin_coverage import wants_native_coverage
 
-    assert wants_native_coverage("maturin:crates/tok?coverage=1&features=a")
-    assert not wants_native_coverage("maturin:crates/tok?features=a")
-    assert not wants_native_coverage("tiktoken:cl100k_base")
+    assert wants_native_coverage(parse_spec("maturin:crates/tok?coverage=1&features=a"))
+    assert not wants_native_coverage(parse_spec("maturin:crates/tok?features=a"))
+    assert not wants_native_coverage(parse_spec("tiktoken:cl100k_base"))
 
 
 def test_libfuzzer_log_gives_executions_and_native_counters(tmp_path):

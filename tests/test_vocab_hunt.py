@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO, run_cli
+from verify.engines.registry import parse_spec
 from verify.adversarial.vocab.hunt import SHARD_KIND, VocabHunt, plan_shards, vocab_shard
 from verify.adversarial.vocab.sweep import SweepPlan, agreed_counts, pair_draws, pair_ids, part_samples
 from verify.adversarial.vocab.texts import vocabulary_of
@@ -89,7 +90,7 @@ def outcome(out):
 # --- the pieces -------------------------------------------------------------------------------
 
 def test_shards_cut_every_part_in_sweep_order(tiny_spec):
-    plan = SweepPlan.build(vocabulary_of(tiny_spec))
+    plan = SweepPlan.build(vocabulary_of(parse_spec(tiny_spec)))
     shards = plan_shards(plan, ["tokens", "pairs", "special"], 200)
     assert 20 <= len(shards) <= 60 and len({s.id for s in shards}) == len(shards)
     assert [s.part for s in shards] == sorted((s.part for s in shards),
@@ -110,7 +111,7 @@ def test_a_batch_that_agrees_is_counted_as_the_full_comparison_counts_it(tiny_sp
     from verify.engines import build_engine
 
     engine = build_engine(tiny_spec)
-    plan = SweepPlan.build(vocabulary_of(tiny_spec), limit=40)
+    plan = SweepPlan.build(vocabulary_of(parse_spec(tiny_spec)), limit=40)
     batch = list(part_samples(plan, "tokens"))[:300]
     ref = [np.asarray(ids, dtype=np.uint32) for ids in engine.encode_batch(batch)]
     same = [a.copy() for a in ref]

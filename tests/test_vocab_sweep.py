@@ -10,6 +10,7 @@ import json
 import pytest
 
 from conftest import run_cli
+from verify.engines.registry import parse_spec
 from verify.adversarial.vocab.sweep import (FOLLOWERS, SweepPlan, near_misses, pair_ids, pair_samples,
                                             special_samples, token_contexts, token_samples)
 from verify.adversarial.vocab.texts import token_texts, utf8_needs, vocabulary_of
@@ -119,7 +120,7 @@ def test_near_misses_of_a_special_token():
 
 
 def test_the_plan_covers_every_token_in_every_context(tiny_spec):
-    vocab = vocabulary_of(tiny_spec)
+    vocab = vocabulary_of(parse_spec(tiny_spec))
     assert vocab.size == 400 and set(vocab.added) == {"<|endoftext|>", "<|sep|>"} and len(vocab.tokens) == 398
     plan = SweepPlan.build(vocab, seed=3)
     n_templates = len(plan.templates())
@@ -154,7 +155,7 @@ def test_a_faithful_second_implementation_has_no_findings(tmp_path, tiny_spec, p
     vocab, tokens, pairs = manifest["sources"]
     assert vocab["size"] == 400 and vocab["token_texts"] == 385 and vocab["joined_with_neighbours"] > 0
     assert vocab["unreachable"] == 13 and vocab["added"] == 2
-    assert tokens["samples"] == 385 * len(token_contexts(vocabulary_of(tiny_spec).vocab_name))
+    assert tokens["samples"] == 385 * len(token_contexts(vocabulary_of(parse_spec(tiny_spec)).vocab_name))
     assert pairs["pairs"] > 385 and pairs["split_at_join"] > 0
     assert counts["samples"] == tokens["samples"] + pairs["samples"]
     assert manifest["complete"] and [c["spec"] for c in manifest["candidates"]] == ["python:vocab_planted:faithful"]
@@ -204,7 +205,7 @@ def _is_text(b: bytes) -> bool:
 def _straddling_entry(spec: str):
     """A vocabulary entry whose bytes the reference itself emits as two ids across a split,
     in one of the sweep's pair samples: (entry id, the (x, y) id pairs that join to it)."""
-    vocab = vocabulary_of(spec)
+    vocab = vocabulary_of(parse_spec(spec))
     engine = build_engine(spec)
     by_bytes = {b: i for i, b in vocab.tokens.items()}
     plan = SweepPlan.build(vocab)
@@ -250,7 +251,7 @@ def test_usage_errors_exit_2(tmp_path, tiny_spec):
 
 @pytest.mark.slow
 def test_cl100k_vocabulary_is_read_whole():
-    vocab = vocabulary_of("tiktoken:cl100k_base")
+    vocab = vocabulary_of(parse_spec("tiktoken:cl100k_base"))
     assert vocab.size == 100277 and len(vocab.tokens) == 100256
     assert vocab.added["<|endoftext|>"] == 100257 and len(vocab.special) == 5
     plan = SweepPlan.build(vocab)

@@ -16,9 +16,10 @@ import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
 from verify.engine_spec import EngineSpec
-from verify.errors import ConfigError
+from verify.errors import ConfigError, UnknownEngineError
 from verify.toml_config import read_toml
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +70,43 @@ def named_engines() -> dict[str, EngineSpec]:
             raise ConfigError(f"{path}: [engine.{name}] needs 'adapter' and 'target'")
         specs[name] = EngineSpec(body["adapter"], str(body["target"]), dict(body.get("options", {})), name)
     return specs
+
+
+def parse_spec(text: str) -> EngineSpec:
+    """The one parser of engine specs, called where a spec's text comes in (a command-line
+    option, a TOML file, a run folder's plan, the Python API); a parsed value is returned as it is."""
+    if isinstance(text, EngineSpec):
+        return text
+    named = named_engines()
+    if text in named:
+        return named[text]
+    name, has_query, query = text.partition("?")
+    if has_query and name in named:  # NAME?entry=batch: the name's options, then these
+        base = named[name]
+        return EngineSpec(base.adapter, base.target, {**base.options, **_options(query)}, text)
+    adapter, sep, rest = text.partition(":")
+    if not sep:
+        known = ", ".join(sorted(named)) or "none"
+        raise UnknownEngineError(
+            f"unknown engine '{name}': use ADAPTER:VOCAB (`verify engines` lists the adapters) "
+            f"or a named engine (known: {known})"
+        )
+    target, _, query = rest.partition("?")
+    return EngineSpec(adapter, target, _options(query), text)
+
+
+def _options(query: str) -> dict[str, Any]:
+    return {k: _option_value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+
+
+def _option_value(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    try:
+        return int(raw)
+    except ValueError:
+        return raw
 
 
 @lru_cache(maxsize=None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from verify.engine_spec import EngineSpec
 from verify.errors import UsageError
 from verify.executors.isolated import DEFAULT_TIMEOUT_S, MAX_MEMORY_MB, MAX_TIMEOUT_S
 from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S
@@ -49,11 +50,11 @@ def add_engine_options(p, *, allow_all: bool = False, defaults_shown: bool = Tru
                    help=f"engine under test; repeatable{every}; default {', '.join(defaults.get('candidates', []))}")
 
 
-def reference_and_candidates(args) -> tuple[str, list[str]]:
-    from verify.config import run_defaults
+def reference_and_candidates(args) -> tuple[EngineSpec | None, list[EngineSpec | str]]:
+    """--reference and --candidate, else engines/defaults.toml's, parsed."""
+    from verify.engines.catalogue import run_engines
 
-    defaults = run_defaults()
-    return args.reference or defaults.get("reference"), args.candidate or list(defaults.get("candidates", []))
+    return run_engines(args.reference, args.candidate)
 
 
 def add_pool_options(p) -> None:

@@ -52,9 +52,10 @@ def run(args) -> int:
     unicode_rows: list[dict] = []
     clean = True
     skipped: list[str] = []
-    for reference in args.reference or DEFAULT_REFERENCES:
-        from verify.engines.catalogue import expand_candidates
+    from verify.engines.catalogue import engine_values, expand_candidates
 
+    for given in args.reference or DEFAULT_REFERENCES:
+        reference = engine_values(given, [])[0]
         if not expand_candidates(reference, ["all"])[0]:
             # nothing installed runs on this vocabulary: say so, and sweep the other references
             print(f"{reference}: no installed candidate engine runs on this vocabulary (engines/*.toml); skipped")

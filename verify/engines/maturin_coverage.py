@@ -28,6 +28,8 @@ import importlib.util
 import os
 from pathlib import Path
 
+from verify.engine_spec import EngineSpec
+from verify.engines.registry import wrapped_spec
 from verify.errors import ConfigError
 
 COVERAGE_RUSTFLAGS = (
@@ -37,7 +39,6 @@ COVERAGE_RUSTFLAGS = (
     "-Cllvm-args=-sanitizer-coverage-pc-table",
     "-Cllvm-args=-sanitizer-coverage-trace-compares",
 )
-WRAPPERS = ("repair", "naive", "concat", "faulty")  # adapters whose target is a whole engine spec
 INSTALL_HINT = "pip install atheris (a coverage build loads libFuzzer's callbacks from it)"
 
 _preloaded: Path | None = None
@@ -86,20 +87,18 @@ def wants_coverage(options: dict) -> bool:
     return bool(value)
 
 
-def wants_native_coverage(spec: str) -> bool:
+def wants_native_coverage(spec: EngineSpec) -> bool:
     """Whether ``spec`` (or the engine a wrapper spec wraps) is a ``maturin:`` coverage build."""
-    from verify.engines.registry import parse_spec
-
-    try:
-        parsed = parse_spec(spec)
-    except Exception:
-        return False
-    if parsed.adapter == "maturin":
+    if spec.adapter == "maturin":
         try:
-            return wants_coverage(parsed.options)
+            return wants_coverage(spec.options)
         except ConfigError:
             return False
-    return parsed.adapter in WRAPPERS and wants_native_coverage(parsed.target)
+    try:
+        inner = wrapped_spec(spec)
+    except ConfigError:  # a wrapper of an engine unknown here: it fails to start later, with its reason
+        return False
+    return inner is not None and wants_native_coverage(inner)
 
 
 __all__ = ["COVERAGE_RUSTFLAGS", "libfuzzer_library", "libfuzzer_preloaded", "preload_libfuzzer",

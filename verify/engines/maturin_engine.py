@@ -40,7 +40,9 @@ from typing import Any
 
 from verify.engines.base import Adapter, EngineIdentity, as_token_array
 from verify.engines.maturin_build import Build, BuildRequest, ensure_built, find_tool
-from verify.engines.maturin_coverage import WRAPPERS, preload_libfuzzer, wants_coverage
+from verify.engine_spec import EngineSpec
+from verify.engines.maturin_coverage import preload_libfuzzer, wants_coverage
+from verify.engines.registry import wrapped_spec
 from verify.engines.maturin_source import CrateSource, locate
 from verify.engines.python_plugin import PythonPluginEngine, plugin_capabilities
 from verify.errors import ConfigError
@@ -167,15 +169,13 @@ class MaturinEngine(PythonPluginEngine):
                             "build_seconds": round(self.build.seconds, 3), "build_folder": str(self.build.folder)}}
 
 
-def prebuild_spec(spec: str) -> Build | None:
+def prebuild_spec(spec: EngineSpec) -> Build | None:
     """Build the crate of a ``maturin:`` spec (or of the one a wrapper spec wraps), or find it in
     the cache, without loading it; None for any other spec."""
-    from verify.engines.registry import parse_spec
-
-    parsed = parse_spec(spec)
-    if parsed.adapter != "maturin":
-        return prebuild_spec(parsed.target) if parsed.adapter in WRAPPERS else None
-    return ensure_built(locate(parsed.target, find_tool("cargo")), build_request(parsed.text, parsed.options))
+    if spec.adapter != "maturin":
+        inner = wrapped_spec(spec)
+        return None if inner is None else prebuild_spec(inner)
+    return ensure_built(locate(spec.target, find_tool("cargo")), build_request(spec.text, spec.options))
 
 
 def _prepare(target: str, options: dict[str, Any], spec: str) -> tuple[CrateSource, Build, str, Any]:

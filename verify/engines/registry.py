@@ -17,15 +17,17 @@ from __future__ import annotations
 
 from functools import lru_cache
 from importlib import metadata
-from typing import Any
-from urllib.parse import parse_qsl
 
 from verify.engines.environments import check_loaded_from, environment_for, split_options
+from verify.config import parse_spec  # the one parser of spec text (a core function: every room may parse at its edge)
 from verify.engines.registry_entry import AdapterEntry, EngineSpec
 from verify.engines.thirdparty import THIRD_PARTY_ADAPTERS
 from verify.errors import ConfigError, UnknownEngineError
 
+__all__ = ["BUILTIN_ADAPTERS", "WRAPPERS", "adapters", "build_engine", "list_adapters", "parse_spec", "wrapped_spec"]
+
 ENTRY_POINT_GROUP = "verify.engines"
+WRAPPERS = ("repair", "naive", "concat", "faulty")  # adapters whose target is a whole engine spec
 
 
 BUILTIN_ADAPTERS: dict[str, AdapterEntry] = {
@@ -75,44 +77,15 @@ def list_adapters() -> list[AdapterEntry]:
     return sorted(adapters().values(), key=lambda e: e.name)
 
 
-def parse_spec(text: str) -> EngineSpec:
-    from verify.config import named_engines
-
-    named = named_engines()
-    if text in named:
-        return named[text]
-    name, has_query, query = text.partition("?")
-    if has_query and name in named:  # NAME?entry=batch: the name's options, then these
-        base = named[name]
-        return EngineSpec(base.adapter, base.target, {**base.options, **_options(query)}, text)
-    adapter, sep, rest = text.partition(":")
-    if not sep:
-        known = ", ".join(sorted(named)) or "none"
-        raise UnknownEngineError(
-            f"unknown engine '{name}': use ADAPTER:VOCAB (adapters: {', '.join(adapters())}) "
-            f"or a named engine (known: {known})"
-        )
-    target, _, query = rest.partition("?")
-    return EngineSpec(adapter, target, _options(query), text)
-
-
-def _options(query: str) -> dict[str, Any]:
-    return {k: _option_value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
-
-
-def _option_value(raw: str) -> Any:
-    lowered = raw.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    try:
-        return int(raw)
-    except ValueError:
-        return raw
+def wrapped_spec(spec: EngineSpec) -> EngineSpec | None:
+    """The engine a wrapper spec wraps (``repair:tiktoken:cl100k_base``: its target, a spec of its
+    own), parsed; None for any other adapter."""
+    return parse_spec(spec.target) if spec.adapter in WRAPPERS else None
 
 
 def build_engine(spec: str | EngineSpec):
     """Instantiate the engine a spec names. Raises typed errors for anything wrong."""
-    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    parsed = parse_spec(spec)  # the Python API hands text; a value passes through
     entry = adapters().get(parsed.adapter)
     if entry is None:
         raise UnknownEngineError(
@@ -124,7 +97,7 @@ def build_engine(spec: str | EngineSpec):
     environment = environment_for(wanted) if wanted else None
     if environment is not None:
         environment.activate()  # before the adapter's module is looked for: it may live only there
-    engine = entry.load()(parsed.target, options, spec=parsed.text)
+    engine = entry.load()(parsed.target, options, spec=parsed)
     if engine.library_module is None:
         engine.library_module = entry.requires
     if environment is not None:

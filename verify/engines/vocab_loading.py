@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Iterator
 
 from verify.engines.base import ENTRY_OPTION, Adapter, Capabilities
 from verify.engines.common import cannot_load, is_hub_id, tiktoken_encoding_name, tokenizer_json_path
+from verify.engine_spec import EngineSpec
 from verify.errors import ConfigError
 from verify.vocab.resolver import ResolvedVocab, resolve_vocab
 from verify.vocab.tiktoken_family import family_definition
@@ -169,35 +170,33 @@ class VocabAdapter(Adapter):
 
 # --- specs that drive one entry point (the api check, the stress phases) ----------------------
 
-def with_entry(spec: str, entry: str) -> str:
+def with_entry(spec: EngineSpec, entry: str) -> EngineSpec:
     """``spec``'s engine driving ``entry``: ``tiktoken:cl100k_base?entry=batch`` (a named spec
     is spelled out as ``ADAPTER:TARGET?options``; its other options are kept but those the
     adapter says ``?entry=`` supersedes, ``entry_replaces``)."""
     from urllib.parse import urlencode
 
-    from verify.engines.registry import adapters, parse_spec
+    from verify.engines.registry import adapters
 
-    parsed = parse_spec(spec)
-    registered = adapters().get(parsed.adapter)
+    registered = adapters().get(spec.adapter)
     replaced = registered.load().entry_replaces if registered is not None and registered.installed() else ()
-    options = {**{k: v for k, v in parsed.options.items() if k not in replaced}, ENTRY_OPTION: entry}
+    options = {**{k: v for k, v in spec.options.items() if k not in replaced}, ENTRY_OPTION: entry}
     query = urlencode({k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in options.items()})
-    return f"{parsed.adapter}:{parsed.target}?{query}"
+    return EngineSpec(spec.adapter, spec.target, options, f"{spec.adapter}:{spec.target}?{query}")
 
 
-def entry_specs(spec: str) -> tuple[str | None, dict[str, str]]:
+def entry_specs(spec: EngineSpec) -> tuple[str | None, dict[str, EngineSpec]]:
     """The entry point ``spec`` drives and, for every declared entry point it does not already
     drive on its own, the spec that does (``{"batch": "tiktoken:cl100k_base?entry=batch"}``),
     in declaration order. Read from the adapter's declaration, without loading a vocabulary;
     an adapter that is not installed declares nothing here (its engine fails to start later)."""
-    from verify.engines.registry import adapters, parse_spec
+    from verify.engines.registry import adapters
 
-    parsed = parse_spec(spec)
-    entry = adapters().get(parsed.adapter)
+    entry = adapters().get(spec.adapter)
     if entry is None or not entry.installed():
         return None, {}
-    capabilities, in_effect = entry.load().declared_entry_points(parsed.target, parsed.options)
-    explicit = parsed.options.get(ENTRY_OPTION) is not None
+    capabilities, in_effect = entry.load().declared_entry_points(spec.target, dict(spec.options))
+    explicit = spec.options.get(ENTRY_OPTION) is not None
     driven = in_effect if explicit or drives_alone(capabilities, in_effect) else None
     return in_effect, {name: with_entry(spec, name) for name in capabilities.entry_points if name != driven}
 
@@ -210,7 +209,7 @@ def drives_alone(capabilities: Capabilities, entry: str | None) -> bool:
     return entry is not None and not (capabilities.segments and entry != "segments")
 
 
-def entry_spec(spec: str, entry: str) -> str | None:
+def entry_spec(spec: EngineSpec, entry: str) -> EngineSpec | None:
     """The spec whose encode goes through ``entry`` alone: ``spec`` itself when it already does,
     ``spec?entry=NAME`` when the adapter declares it, None when it does not (``batch``: what
     a stress phase sends its big batches to, so they reach the library's own batch call)."""

@@ -1,7 +1,7 @@
 """One engine's vocabulary, read from the engine: every ordinary token's bytes by id and its
 added/special tokens by text.
 
-    vocab = vocabulary_of("tiktoken:cl100k_base")   # from its files, else from its adapter
+    vocab = vocabulary_of(parse_spec("tiktoken:cl100k_base"))   # from its files, else from its adapter
     vocab = engine_vocabulary(engine)               # from an adapter object already built
 
 The executor protocol has no call that lists a vocabulary, so ``engine_vocabulary`` asks
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verify.engines import build_engine
-from verify.engines.registry import parse_spec
+from verify.engine_spec import PLUGIN_ADAPTERS, EngineSpec
 from verify.vocab.inspect import vocabulary_view
 
 PROBE_MISSES = 4096  # the generic probe stops after this many consecutive ids without a token
@@ -41,20 +41,19 @@ class Vocabulary:
                 "special": len(self.special), "read_from": self.how}
 
 
-def vocabulary_of(spec: str) -> Vocabulary:
+def vocabulary_of(spec: EngineSpec) -> Vocabulary:
     """``spec``'s vocabulary: read from its files when it names a vocabulary this harness
     knows (``verify.vocab.inspect``), else from its adapter built in this process."""
-    parsed = parse_spec(spec)
-    if parsed.adapter not in ("python", "subprocess", "http"):
+    if spec.adapter not in PLUGIN_ADAPTERS:
         try:
-            view = vocabulary_view(parsed.target, parsed.options)
+            view = vocabulary_view(spec.target, spec.options)
         except Exception:  # not a vocabulary file of ours (a hub id, a plugin target): ask the adapter
             view = None
         if view is not None:
             ids = set(view.special.values())
             tokens = {i: t for i, t in enumerate(view.tokens) if t and i not in ids}
             return Vocabulary(spec, len(view.tokens), tokens, dict(view.special), set(view.special),
-                              f"{view.kind} file ({view.name})", parsed.target)
+                              f"{view.kind} file ({view.name})", spec.target)
     engine = build_engine(spec)
     try:
         return engine_vocabulary(engine)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Client, Listener, wait
 from typing import Any, Sequence
 
+from verify.engine_spec import EngineSpec
 from verify.errors import VerifyError
 from verify.executors.base import ExecutorBase
 from verify.executors.lifeline import Lifeline, kill_tree
@@ -44,23 +45,24 @@ MERGED_MAX_CHARS = 1 << 24
 REPLY_TIMEOUT_S = 1800.0  # a device worker that answers nothing for this long is taken for hung
 
 
-def declared_device(spec: str) -> str:
+def declared_device(spec: EngineSpec) -> str:
     """Where ``spec``'s engine runs, without loading it: its ``device`` option when that
     names one ("auto" counts as the CPU), else its adapter's class-level capabilities."""
-    from verify.engines.registry import adapters, parse_spec
+    from verify.engines.registry import adapters
 
+    if not isinstance(spec, EngineSpec):  # text naming no engine known here: it fails to start, saying why
+        return CPU
     try:
-        parsed = parse_spec(spec)
-        option = str(parsed.options.get("device", CPU)).lower()
+        option = str(spec.options.get("device", CPU)).lower()
         if option not in (CPU, "auto"):
             return option
-        entry = adapters().get(parsed.adapter)
+        entry = adapters().get(spec.adapter)
         return entry.load().capabilities.device if entry is not None else CPU
     except VerifyError:
         return CPU  # an engine that cannot load says why when it is started
 
 
-def device_specs(specs: Sequence[str]) -> dict[str, str]:
+def device_specs(specs: Sequence[EngineSpec]) -> dict[EngineSpec, str]:
     """``{spec: device}`` for the engines that do not run on the CPU."""
     return {spec: device for spec in specs if (device := declared_device(spec)) != CPU}
 

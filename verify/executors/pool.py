@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from verify.errors import VerifyError
+from verify.config import parse_spec
+from verify.engine_spec import EngineSpec
+from verify.errors import ConfigError, VerifyError
 from verify.executors.base import Executor
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
 from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S
@@ -40,9 +42,20 @@ class EngineOptions:
                 "threads": self.threads, "load_timeout_s": self.load_timeout_s}
 
 
-def start_executor(spec: str, options: EngineOptions) -> Executor:
+def engine_value(spec: EngineSpec | str) -> EngineSpec | str:
+    """The value of a spec the Python API hands as text (a run's plan hands values: passed as
+    they are). Text that names no engine known here is passed on as it is: its engine fails to
+    start, saying why, where every other engine's failure is reported."""
+    try:
+        return parse_spec(spec)
+    except ConfigError:
+        return spec
+
+
+def start_executor(spec: EngineSpec | str, options: EngineOptions) -> Executor:
     """One executor for ``spec``; raises a ``VerifyError`` when the engine cannot load. One that
     misses a load deadline is an unstarted engine (``verify.executors.loading``)."""
+    spec = engine_value(spec)
     if options.isolate:
         from verify.executors.isolated import IsolatedExecutor
 

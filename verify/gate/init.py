@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from verify import atomic
+from verify.engine_spec import EngineSpec
+from verify.engines.catalogue import engine_values
 from verify.errors import UsageError
 from verify.rundir.paths import folder_to_write
 
@@ -65,7 +67,7 @@ ALLOWLIST_TEMPLATE = """\
 class Facts:
     """What init learned from loading the candidate."""
 
-    spec: str
+    spec: EngineSpec
     vocab: str | None
     special_tokens: bool
     sessions: bool
@@ -92,7 +94,7 @@ def candidate_facts(spec: str, engine) -> Facts:
     return Facts(spec, engine.identity().vocab, bool(caps.special_tokens), bool(caps.sessions), bool(caps.decode))
 
 
-def inspect_candidate(spec: str, reference: str | None = None) -> tuple[Facts, str]:
+def inspect_candidate(spec: EngineSpec, reference: EngineSpec | None = None) -> tuple[Facts, EngineSpec]:
     """Load the candidate in this process, choose its reference (unless given), and time the two
     on the smoke corpus (``verify.gate.budget.measure_pair``). Returns the facts and the reference."""
     from verify.engines.registry import build_engine
@@ -132,18 +134,15 @@ def choose_reference(facts: Facts) -> str:
     return reference_for(facts.spec, facts.vocab)
 
 
-def regression_cases(candidate: str) -> int:
+def regression_cases(candidate: EngineSpec) -> int:
     """How many cases of adversarial/regressions/ are recorded for exactly this engine."""
     from verify.adversarial.regressions.cases import load_cases
     from verify.config import declared
-    from verify.engines.references import same_engine
-    from verify.engines.registry import parse_spec
 
     folder = declared("adversarial", "regressions")
     if not folder.is_dir():
         return 0
-    mine = parse_spec(candidate)
-    return sum(1 for case in load_cases(folder) if same_engine(parse_spec(case.engine), mine))
+    return sum(1 for case in load_cases(folder) if candidate.builds_same_engine(case.engine))
 
 
 def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
@@ -309,7 +308,7 @@ def default_path(profile: str) -> Path:
     return Path(f"gate-{profile}.toml")
 
 
-def init_suite(candidate: str, reference: str | None = None, profile: str = "pr", path: Path | None = None,
+def init_suite(candidate: EngineSpec | str, reference: EngineSpec | str | None = None, profile: str = "pr", path: Path | None = None,
                force: bool = False) -> Written:
     from verify.gate.suite import parse_suite
     from verify.toml_config import parse_toml
@@ -322,6 +321,8 @@ def init_suite(candidate: str, reference: str | None = None, profile: str = "pr"
     if path.exists() and path.is_dir():
         raise UsageError(f"--write {path} is a directory")
     folder_to_write(path.parent, "the folder of --write")
+    candidate, given = engine_values(candidate, [reference] if reference else [])
+    reference = given[0] if given else None
     if reference is not None and reference == candidate:
         raise UsageError(f"{candidate} cannot be its own reference")
     from verify.gate.budget import profile_budget

@@ -170,13 +170,6 @@ def run_vocab(ctx: CheckContext, run: CheckRun) -> None:
     tally(run, [out], ctx.spec.allow_skipped)
 
 
-def _same_engine(a: str, b: str) -> bool:
-    from verify.engines.registry import parse_spec
-
-    pa, pb = parse_spec(a), parse_spec(b)
-    return (pa.adapter, pa.target, pa.options) == (pb.adapter, pb.target, pb.options)
-
-
 def run_recheck(ctx: CheckContext, run: CheckRun) -> None:
     import shutil
 
@@ -186,7 +179,7 @@ def run_recheck(ctx: CheckContext, run: CheckRun) -> None:
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out
     folder = Path(o.get("cases") or declared("adversarial", "regressions"))
-    cases = [c for c in load_cases(folder) if any(_same_engine(c.engine, cand) for cand in suite.candidates)]
+    cases = [c for c in load_cases(folder) if any(cand.builds_same_engine(c.engine) for cand in suite.candidates)]
     fresh_folder(out)
     if not cases:
         run.state = "skipped"

@@ -18,6 +18,9 @@ import re
 from pathlib import Path
 from typing import Any, Callable
 
+from verify.engine_spec import EngineSpec
+from verify.config import parse_spec
+from verify.engines.registry import adapters
 from verify.errors import ConfigError
 from verify.executors.isolated import MAX_MEMORY_MB, MAX_TIMEOUT_S
 from verify.limits import MAX_SECONDS
@@ -52,13 +55,14 @@ def _resolve(folder: Path, value: str) -> str:
     return str(candidate) if candidate.exists() else value
 
 
-def _check_engine(spec: str, where: str) -> None:
-    from verify.engines.registry import adapters, parse_spec
-
-    parsed = parse_spec(spec)  # unknown names raise UnknownEngineError (a ConfigError)
+def _engine(spec: str, where: str) -> EngineSpec:
+    """A suite's engine, parsed where the suite is read (unknown names raise UnknownEngineError,
+    a ConfigError)."""
+    parsed = parse_spec(spec)
     if parsed.adapter not in adapters():
         raise ConfigError(f"{where}: unknown engine adapter '{parsed.adapter}' in '{spec}' "
                           f"(adapters: {', '.join(adapters())})")
+    return parsed
 
 
 def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
@@ -78,8 +82,8 @@ def parse_suite(doc: dict[str, Any], path: Path) -> Suite:
         raise ConfigError(f"{where}: [gate] '{reference}' is both the reference and a candidate")
     if "all" in candidates:
         raise ConfigError(f"{where}: [gate] candidates must be named engines, not 'all' (a gate tests what it names)")
-    for spec in [reference, *candidates]:
-        _check_engine(spec, f"{where}: [gate]")
+    reference = _engine(reference, f"{where}: [gate]")
+    candidates = [_engine(spec, f"{where}: [gate]") for spec in candidates]
     rows = doc.get("check")
     if not isinstance(rows, list) or not rows:
         raise ConfigError(f"{where}: needs at least one [[check]] row")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verify.engine_spec import EngineSpec
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
 from verify.executors.pool import EngineOptions
 
@@ -33,8 +34,8 @@ class CheckSpec:
 class Suite:
     path: Path
     name: str
-    reference: str
-    candidates: list[str]
+    reference: EngineSpec  # parsed where the suite is read
+    candidates: list[EngineSpec]
     checks: list[CheckSpec]
     allowlist: Path | None = None
     description: str = ""

@@ -16,7 +16,7 @@ from typing import Any
 
 from verify.corpora import open_corpus
 from verify.corpora.shards import apply_limit
-from verify.engines.catalogue import expand_candidates
+from verify.engines.catalogue import expand_candidates, run_engines
 from verify.errors import UsageError
 from verify.executors.isolated import DEFAULT_TIMEOUT_S
 from verify.executors.pool import EngineOptions
@@ -95,8 +95,7 @@ def build_plan(opts: RunOptions) -> HuntPlan:
     from verify.config import run_defaults
 
     defaults = run_defaults()
-    opts.reference = opts.reference or defaults.get("reference")
-    opts.candidates = opts.candidates or list(defaults.get("candidates", []))
+    opts.reference, opts.candidates = run_engines(opts.reference, opts.candidates)
     opts.corpora = opts.corpora if opts.corpora is not None else [] if opts.traces else \
         [defaults.get("corpus", "default")]
     if not opts.candidates:

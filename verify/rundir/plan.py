@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from verify.corpora.shards import Shard
+from verify.engine_spec import EngineSpec
+from verify.engines.catalogue import ALL
+from verify.config import parse_spec
 from verify.errors import CorruptFileError, UsageError, one_line
 from verify.keys import KEYS_VERSION, engine_key
 from verify import atomic
@@ -29,10 +32,10 @@ PLAN_FILE = "plan.json"
 @dataclass
 class RunPlan:
     hunt: str  # run | unicode | vocab-sweep | fuzz | check | recheck | shadow | length
-    reference: str
-    requested: list[str]  # the candidates as asked for (``all`` included)
-    candidates: list[str]  # what that expands to; once started, the ones that loaded
-    optional: list[str]  # swept in by --candidate all: left out (and reported) when they do not load
+    reference: EngineSpec | str  # "" for a hunt without one
+    requested: list[EngineSpec | str]  # the candidates as asked for (``all`` included)
+    candidates: list[EngineSpec]  # what that expands to; once started, the ones that loaded
+    optional: list[EngineSpec]  # swept in by --candidate all: left out (and reported) when they do not load
     corpora: list[str]
     sources: list[dict[str, Any]]
     shards: list[Shard]
@@ -42,7 +45,7 @@ class RunPlan:
     traces: list[str] = field(default_factory=list)  # agent traces replayed turn by turn
 
     @property
-    def specs(self) -> list[str]:
+    def specs(self) -> list[EngineSpec]:
         """Every engine, the reference first (a hunt without a reference -- regression cases
         name their own -- has ``reference`` empty)."""
         return [self.reference, *self.candidates] if self.reference else list(self.candidates)
@@ -56,7 +59,8 @@ class RunPlan:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> "RunPlan":
-        return cls(hunt=doc["hunt"], reference=doc["reference"], requested=list(doc["requested"]), candidates=list(doc["candidates"]), optional=list(doc["optional"]),
+        return cls(hunt=doc["hunt"], reference=_spec(doc["reference"]), requested=[_spec(s) for s in doc["requested"]],
+                   candidates=[_spec(s) for s in doc["candidates"]], optional=[_spec(s) for s in doc["optional"]],
                    corpora=list(doc["corpora"]), sources=list(doc["sources"]),
                    shards=[Shard.from_json(s) for s in doc["shards"]], options=dict(doc["options"]),
                    identities=dict(doc.get("identities", {})), not_loaded=dict(doc.get("not_loaded", {})),
@@ -68,6 +72,12 @@ class RunPlan:
 
     def save(self, out: Path) -> None:
         atomic.write_json(out / PLAN_FILE, self.to_json(), indent=1)
+
+
+def _spec(text: str) -> EngineSpec | str:
+    """An engine of a saved plan, parsed as the plan is read (``--resume``): the hunt is handed the
+    value, as a new run's plan is. ``all`` and a hunt's empty reference stay as written."""
+    return text if text in ("", ALL) else parse_spec(text)
 
 
 def load_plan(out: Path) -> RunPlan:

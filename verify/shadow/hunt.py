@@ -69,7 +69,11 @@ class ShadowHunt(Hunt):
         return self._source
 
     def plan(self) -> HuntPlan:
+        from verify.engines.catalogue import engine_values
+
         source = self.source()
+        self.reference, replayed = engine_values(self.reference, list(self.mapping.values()))
+        self.mapping = dict(zip(self.mapping, replayed))
         replays = [spec for spec in dict.fromkeys(self.mapping.values()) if spec != self.reference]
         options = {"redact": self.redact, "engines": mapping_to_json(self.mapping), "batch_size": self.batch_size,
                    "timeout_s": self.engine.timeout_s, "memory_limit_mb": self.engine.memory_limit_mb}

@@ -4,26 +4,25 @@
 from __future__ import annotations
 
 from verify.alphabet import Alphabet, alphabet_of_vocabulary
-from verify.engines.registry import parse_spec
+from verify.engine_spec import EngineSpec
 from verify.errors import UsageError
 from verify.vocab.inspect import vocabulary_view
 
 
-def alphabet_of(spec: str) -> Alphabet:
+def alphabet_of(spec: EngineSpec) -> Alphabet:
     """The alphabet of ``spec``'s pattern, refined by its special-token literals and normalizer.
     One line, exit 2, when there is no pattern to read."""
     return alphabet_of_vocabulary(view_of(spec))
 
 
-def patterns_of(spec: str) -> list[str]:
+def patterns_of(spec: EngineSpec) -> list[str]:
     """The split patterns of ``spec``'s vocabulary."""
     return [p.regex for p in view_of(spec).patterns]
 
 
-def view_of(spec: str):
+def view_of(spec: EngineSpec):
     try:
-        parsed = parse_spec(spec)
-        view = vocabulary_view(parsed.target, parsed.options)
+        view = vocabulary_view(spec.target, spec.options)
     except UsageError:
         raise
     except Exception as exc:  # an unknown vocabulary, a plugin target: no files of ours to read

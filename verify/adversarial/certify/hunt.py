@@ -167,14 +167,11 @@ class CertifyHunt(Hunt):
 
     def plan(self) -> HuntPlan:
         from verify.adversarial.certify.atoms import alphabet_of
-        from verify.config import run_defaults
-        from verify.engines.catalogue import expand_candidates
+        from verify.engines.catalogue import expand_candidates, run_engines
 
         check_k(self.k)
         check_reps(self.reps)
-        defaults = run_defaults()
-        self.reference = self.reference or defaults.get("reference")
-        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.reference, self.requested = run_engines(self.reference, self.requested)
         if not self.reference or not self.requested:
             raise UsageError("certify needs --reference and at least one --candidate")
         candidates, swept_in = expand_candidates(self.reference, self.requested)

@@ -18,6 +18,7 @@ import numpy as np
 
 from verify.adversarial.certify.atoms import alphabet_of
 from verify.alphabet import atom_table
+from verify.config import parse_spec
 from verify.adversarial.certify.space import Space
 from verify.engines.registry import build_engine
 from verify.sample import Sample
@@ -27,7 +28,7 @@ DEFAULT_REFERENCE = "tiktoken:cl100k_base"
 
 @lru_cache(maxsize=2)
 def _table(reference: str) -> np.ndarray:
-    return atom_table(alphabet_of(reference))
+    return atom_table(alphabet_of(parse_spec(reference)))
 
 
 @lru_cache(maxsize=2)
@@ -55,7 +56,7 @@ def split_encode(reference: str, seq: tuple[int, ...], text: str) -> list[int]:
 
 def observable(reference: str, seq: tuple[int, ...], reps: int) -> bool:
     """Whether the cut changes the ids of one of the strings certify makes of ``seq`` itself."""
-    alpha = alphabet_of(reference)
+    alpha = alphabet_of(parse_spec(reference))
     space = Space(tuple(map(tuple, alpha.representatives(reps))), len(seq))
     texts = [text for _, text in space.texts(seq)]
     return any(split_encode(reference, seq, t) != ids for t, ids in zip(texts, _encode(reference, texts)))

@@ -37,6 +37,7 @@ from typing import Any
 
 from verify.corpora.shards import HuntShard, Shard, apply_limit
 from verify.counts import Counts
+from verify.engines.catalogue import engine_values
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
 from verify.rundir.result import ShardResult
@@ -175,7 +176,7 @@ class CheckHunt(Hunt):
             raise UsageError("--batch-size must be at least 1")
         if self.limit is not None and self.limit < 1:
             raise UsageError("--limit must be at least 1")
-        reference = self.reference
+        reference = engine_values(self.reference, [])[0] if self.reference else self.reference  # "": none
         if reference is None:
             from verify.engines.references import default_reference
 
@@ -200,6 +201,7 @@ class CheckHunt(Hunt):
 
         if not self.engine:
             raise UsageError("verify check needs --engine SPEC")
+        self.engine = engine_values(self.engine, [])[0]
         options = self._options()
         corpora = self.corpora or [DEFAULT_CORPUS]
         sources, shards = [], []

@@ -56,6 +56,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from verify.config import parse_spec
+from verify.engine_spec import EngineSpec
 from verify.exit_codes import ExitCode
 from verify.token_diff import first_difference
 from verify.outcome import Failure, agree
@@ -72,11 +74,11 @@ CANDIDATES: list = []
 POOL = None
 
 
-def parse_specs(raw: str) -> list[str]:
+def parse_specs(raw: str) -> list[EngineSpec]:
+    """The engines this process was handed in its environment (JSON list or commas), parsed."""
     raw = raw.strip()
-    if raw.startswith("["):
-        return [str(s) for s in json.loads(raw)]
-    return [s.strip() for s in raw.split(",") if s.strip()]
+    texts = [str(s) for s in json.loads(raw)] if raw.startswith("[") else [s.strip() for s in raw.split(",") if s.strip()]
+    return [parse_spec(text) for text in texts]
 
 
 def configure(reference: str, candidates: list[str]) -> None:
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
 
     argv = list(sys.argv if argv is None else argv)
     try:
-        specs = [os.environ[REFERENCE_ENV], *parse_specs(os.environ.get(CANDIDATES_ENV, ""))]
+        specs = [*parse_specs(os.environ[REFERENCE_ENV]), *parse_specs(os.environ.get(CANDIDATES_ENV, ""))]
         if any(wants_native_coverage(spec) for spec in specs):
             preload_libfuzzer()  # before any extension is loaded: its counters go to this libFuzzer
         with atheris.instrument_imports(include=["verify"]):  # Python-side coverage of the adapters

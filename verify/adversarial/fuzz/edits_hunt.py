@@ -94,6 +94,9 @@ class EditsHunt(Hunt):
             self.seed = saved.options.get("seed")
 
     def plan(self) -> HuntPlan:
+        from verify.engines.catalogue import engine_values
+
+        self.reference, self.engines = engine_values(self.reference, self.engines)
         if not self.reference or not self.engines:
             raise UsageError("--edits needs --reference SPEC and at least one --engine SPEC")
         if self.reference in self.engines:

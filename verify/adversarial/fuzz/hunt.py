@@ -130,7 +130,9 @@ class FuzzHunt(Hunt):
     def plan(self) -> HuntPlan:
         from verify.adversarial.fuzz import strategies
         from verify.adversarial.stress import shapes
+        from verify.engines.catalogue import engine_values
 
+        self.reference, self.candidates = engine_values(self.reference, self.candidates)
         if not self.reference:
             raise UsageError("verify fuzz needs a reference engine: pass --reference SPEC")
         if not self.candidates:

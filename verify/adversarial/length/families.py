@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verify.adversarial.stress.shapes import PROBES as SEPARATING  # every whitespace-like and control character
+from verify.engine_spec import EngineSpec
 
 LETTERS = ("a", "A", "д", "α", "ب", "א", "क", "ก", "あ", "ア", "한", "中")
 DIGITS = ("1", "٣", "१")
@@ -94,7 +95,7 @@ def separator_families() -> list[Family]:
     return [Family(f"sep:{x}|{_code(s)}|{y}", "separator", x, s, y) for x, y in SEPARATED for s in SEPARATORS]
 
 
-def vocabulary_families(reference: str) -> list[Family]:
+def vocabulary_families(reference: EngineSpec) -> list[Family]:
     """The vocabulary's longest tokens that are text, and its special-token literals."""
     try:
         from verify.adversarial.vocab.texts import token_texts, vocabulary_of
@@ -111,6 +112,6 @@ def vocabulary_families(reference: str) -> list[Family]:
     return families
 
 
-def families_for(reference: str, kinds: tuple[str, ...] | None = None) -> list[Family]:
+def families_for(reference: EngineSpec, kinds: tuple[str, ...] | None = None) -> list[Family]:
     every = character_families() + block_families() + separator_families() + vocabulary_families(reference)
     return [f for f in every if kinds is None or f.kind in kinds]

@@ -87,12 +87,9 @@ class LengthHunt(Hunt):
 
     def plan(self) -> HuntPlan:
         from verify.adversarial.length.families import families_for
-        from verify.config import run_defaults
-        from verify.engines.catalogue import expand_candidates
+        from verify.engines.catalogue import expand_candidates, run_engines
 
-        defaults = run_defaults()
-        self.reference = self.reference or defaults.get("reference")
-        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.reference, self.requested = run_engines(self.reference, self.requested)
         self.max_chars = self.max_chars or DEFAULT_MAX_CHARS
         if not 2 <= self.max_chars <= MAX_CHARS:
             raise UsageError(f"--max-chars must be from 2 to {MAX_CHARS:,}, got {self.max_chars:,}")

@@ -41,7 +41,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from verify.errors import ConfigError
+from verify.engine_spec import EngineSpec
+from verify.config import parse_spec
+from verify.errors import ConfigError, UnknownEngineError
 from verify.executors.base import Executor
 from verify.executors.pool import EnginePool
 from verify.history import History, victim_result
@@ -91,8 +93,8 @@ def ids_match(ids: np.ndarray | Sequence[int], recorded: Any) -> bool:
 class RegressionCase:
     id: str
     path: Path
-    engine: str
-    reference: str
+    engine: EngineSpec | str  # parsed where the case is read; the text when it names no engine known here
+    reference: EngineSpec | str
     sample: Sample
     expected: Any  # list[int] | digest dict
     actual: Any  # list[int] | digest dict | None (when the engine raised)
@@ -111,6 +113,15 @@ class RegressionCase:
     def expected_outcome(self) -> str:
         """The replay status that means 'as recorded'."""
         return "fixed" if self.status == "fixed" else "still-diverges"
+
+
+def _spec(text: str) -> EngineSpec | str:
+    """A case's engine, parsed as the case is read; an engine this project does not name (a
+    named spec of another checkout) stays text, and replaying the case says it is unavailable."""
+    try:
+        return parse_spec(text)
+    except UnknownEngineError:
+        return text
 
 
 def _fail(path: Path, message: str) -> ConfigError:
@@ -194,7 +205,7 @@ def parse_case(path: Path, doc: Any) -> RegressionCase:
         raise _fail(path, f"'status' must be one of {', '.join(RECORDED_STATUSES)} (got {status!r})")
     sample = Sample.from_segments(doc["id"], segments)
     return RegressionCase(
-        id=doc["id"], path=path, engine=doc["engine"], reference=doc["reference"],
+        id=doc["id"], path=path, engine=_spec(doc["engine"]), reference=_spec(doc["reference"]),
         sample=sample, expected=doc["expected"], actual=doc["actual"],
         error=error, status=status, title=str(doc.get("title", "")), raw=doc,
         history=_parse_history(path, doc.get("history"), sample),

@@ -140,12 +140,9 @@ class UnicodeHunt(Hunt):
 
     def plan(self) -> HuntPlan:
         from verify.adversarial.unicode.sweep import PACK_PROBES
-        from verify.config import run_defaults
-        from verify.engines.catalogue import expand_candidates
+        from verify.engines.catalogue import expand_candidates, run_engines
 
-        defaults = run_defaults()
-        self.reference = self.reference or defaults.get("reference")
-        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.reference, self.requested = run_engines(self.reference, self.requested)
         self.start = 0 if self.start is None else self.start
         self.stop = MAX_CP + 1 if self.stop is None else self.stop
         self.shard_size, self.pack = self.shard_size or SHARD_CODE_POINTS, self.pack or PACK_PROBES

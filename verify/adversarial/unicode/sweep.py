@@ -38,20 +38,18 @@ from verify.adversarial.unicode.probes import ProbeSet, probe_set
 from verify.executors.base import Executor
 from verify.outcome import Failure, agree, is_ids
 from verify.sweep_result import SweepResult
+from verify.engine_spec import PLUGIN_ADAPTERS, EngineSpec
 from verify.sample import Sample
 
 PACK_PROBES = 192  # probes per packed sample
 
 
-def vocab_target(spec: str) -> str | None:
-    """The vocabulary an engine spec names (a known name or a file), None for plugins."""
-    from verify.engines.registry import parse_spec
-
-    try:
-        parsed = parse_spec(spec)
-    except Exception:  # an ad-hoc engine object whose spec is no registry spec
+def vocab_target(spec: EngineSpec | str) -> str | None:
+    """The vocabulary an engine spec names (a known name or a file); None for plugins, and for an
+    engine object handed in through the Python API (its name is no spec)."""
+    if not isinstance(spec, EngineSpec):
         return None
-    return None if parsed.adapter in ("python", "subprocess", "http") else parsed.target
+    return None if spec.adapter in PLUGIN_ADAPTERS else spec.target
 
 
 def _separator_id(executor: Executor, separator: str | None) -> int | None:

@@ -153,11 +153,9 @@ class VocabHunt(Hunt):
                 setattr(self, name, o.get(name))
 
     def _defaults(self) -> None:
-        from verify.config import run_defaults
+        from verify.engines.catalogue import run_engines
 
-        defaults = run_defaults()
-        self.reference = self.reference or defaults.get("reference")
-        self.requested = self.requested or list(defaults.get("candidates", []))
+        self.reference, self.requested = run_engines(self.reference, self.requested)
         unknown = [p for p in self.parts or [] if p not in PARTS]
         if unknown:
             raise UsageError(f"unknown vocab sweep part {unknown[0]!r} (choose from {', '.join(PARTS)})")

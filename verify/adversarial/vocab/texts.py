@@ -1,7 +1,7 @@
 """The reference's vocabulary as texts: every token's bytes, its added/special tokens,
 and a text for every token (joined with neighbours where its bytes are not UTF-8).
 
-    vocab = vocabulary_of("tiktoken:cl100k_base")
+    vocab = vocabulary_of(parse_spec("tiktoken:cl100k_base"))
     texts = token_texts(vocab.tokens)   # id -> TokenText (None: no text contains those bytes)
 
 The executor protocol has no call that lists a vocabulary, so ``vocabulary_of``

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, NamedTuple
 
 from verify.session_trace import SessionTrace, Turn, coalesce
+from verify.engine_spec import EngineSpec
 from verify.errors import ConfigError
 from verify.toml_config import parse_toml
 from verify.sample import Segment
@@ -158,13 +159,12 @@ def load_template(name_or_path: str) -> ChatTemplate:
     return parse_template(text, source)
 
 
-def template_name_for(reference_spec: str) -> str:
+def template_name_for(reference_spec: EngineSpec | str) -> str:
     """The built-in template whose ``vocabularies`` name the spec's vocabulary, else ``plain``.
 
     The vocabulary is the spec's target (named engines resolved; ``repair:tiktoken:cl100k_base``
     and other wrappers looked through; a file path matched by the file name of a known vocabulary)."""
-    from verify.config import named_engines
-    from verify.engines.registry import parse_spec
+    from verify.config import named_engines, parse_spec
     from verify.vocab.known import KNOWN_VOCABS
 
     by_vocab = {v: name for name in builtin_names() for v in load_template(name).vocabularies}
