@@ -42,7 +42,7 @@ class EngineOptions:
                 "threads": self.threads, "load_timeout_s": self.load_timeout_s}
 
 
-def engine_value(spec: EngineSpec | str) -> EngineSpec | str:
+def _parsed_or_text(spec: EngineSpec | str) -> EngineSpec | str:
     """The value of a spec the Python API hands as text (a run's plan hands values: passed as
     they are). Text that names no engine known here is passed on as it is: its engine fails to
     start, saying why, where every other engine's failure is reported."""
@@ -55,7 +55,7 @@ def engine_value(spec: EngineSpec | str) -> EngineSpec | str:
 def start_executor(spec: EngineSpec | str, options: EngineOptions) -> Executor:
     """One executor for ``spec``; raises a ``VerifyError`` when the engine cannot load. One that
     misses a load deadline is an unstarted engine (``verify.executors.loading``)."""
-    spec = engine_value(spec)
+    spec = _parsed_or_text(spec)
     if options.isolate:
         from verify.executors.isolated import IsolatedExecutor
 
