@@ -42,7 +42,7 @@ def expand_candidates(reference: EngineSpec, candidates: Sequence[EngineSpec | s
         return list(candidates), set()
     swept = [spec for name, spec in sorted(named_engines().items())
              if spec.target == reference.target and name != reference.text
-             and (spec.adapter, spec.options) != (reference.adapter, reference.options)
+             and not spec.builds_same_engine(reference)  # the target is the same: adapter and options
              and spec.adapter in adapters() and adapters()[spec.adapter].installed()]
     explicit = [c for c in candidates if c != ALL]
     return explicit + [s for s in swept if s not in explicit], set(swept) - set(explicit)
