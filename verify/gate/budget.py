@@ -1,9 +1,10 @@
 """How long each check of a suite takes on this machine, and the sizes that fit a profile's
 budget: ``pr`` five minutes, ``nightly`` thirty (``verify gate init``).
 
-    pair_seconds = measure_pair(candidate, reference)      # both engines on the smoke corpus, here
-    sizes = fit_sizes(profile, pair_seconds, kinds, workers, minimize_budget)
-    seconds = predict(row, pair_seconds, workers, minimize_budget)
+    costs = Costs(measure_pair(candidate, reference, plain_only), workers, minimize_budget)  # here
+    sizes = fit_sizes(profile, costs, rows)        # rows by kind; SIZINGS[kind] says how each is sized
+    SIZINGS[kind].resize(row, sizes[kind], profile, alphabet)
+    seconds = predict(kind, row, costs)
 
 A check's time is a start-up (its workers load the engines, its reports are written), the
 triage of what it finds (up to ``minimize_budget``), the fixed budgets it is given (fuzz
@@ -30,30 +31,13 @@ BUDGET_ENV = "VERIFY_GATE_BUDGET_S"  # a CI runner that must finish sooner: the 
 PLANNED_SHARE = 0.8  # sizes fit 80% of the budget; the deadline is the whole of it
 START_S = 8.0  # per check: engine workers started, reports written
 SMOKE = (1, 200, 0)  # the smoke corpus: seed, documents, long documents
-
-# encoding work in smoke units (see the module docstring)
-CORPUS_UNITS = 18.0  # the default corpus whole: 12.0 smokes of text, 1.5x through isolated workers
-REPLAY_UNITS_PER_SESSION = 4.5  # one agent session, every turn's transcript encoded
-UNICODE_UNITS_PER_CP = 12.4 / 0x3000  # code points in their probe contexts
-UNICODE_CPS = 0x110000
-VOCAB_UNITS_PER_TOKEN = 0.0114  # each token alone and in contexts, its pairs, the specials
-LENGTH_UNITS_PER_KIND_KCHAR = 0.254  # per kind of family and 1,000 characters of --max-chars
-METAMORPHIC_UNITS_PER_SAMPLE = 0.12  # repeat, history, batch vs single, threads, decode
-FUZZ_STRESS_S = 15.0  # fuzz's stress phase after its search budget
-STRESS_PHASES = 4  # a metamorphic stress budget is spent per phase (batches, families, state, thresholds)
-BIG_BATCH_UNITS = 3.0  # the stress phase's 16,384-sample batch and its single calls
-# one string of ``verify certify`` (a few characters, one call per engine each; tiktoken against HF
-# tokenizers on cl100k_base, 2 isolated workers: 1,147,400 strings in 28 s where the pair's smoke took 0.08 s)
-CERTIFY_UNITS_PER_STRING = 4e-4
+BIG_BATCH_UNITS = 3.0  # the metamorphic stress phase's 16,384-sample batch and its single calls, in smoke units
 CERTIFY_MIN_K = 3  # the scanner bugs we know are three atoms long ("\n's", "\t(a", "  \x0c")
 
-# what each profile may size, the share of the time left for it, its smallest and its full size
+# what each profile may size (the kinds of ``SIZINGS``), and the share of the time left for it
 WEIGHTS = {"pr": {"corpus": 3, "replay": 1, "unicode": 3, "vocab": 2, "metamorphic": 1, "fuzz": 1, "certificate": 2},
            "nightly": {"corpus": 3, "replay": 2, "unicode": 3, "vocab": 3, "metamorphic": 2, "fuzz": 3, "length": 2,
                        "certificate": 3}}
-LIMITS = {"corpus": (0.01, 1.0), "replay": (2, 64), "unicode": (0x1000, UNICODE_CPS), "vocab": (250, 250_000),
-          "metamorphic": (25, 1000), "fuzz": (20.0, 600.0), "length": (30_000, 500_000),
-          "certificate": (50_000, 2_000_000_000)}  # strings
 # pr: past the 25,000-character chunk threshold; nightly: up to past 400,000, as far as fits
 LENGTH_CHARS = {"pr": 30_000, "nightly": 500_000}
 
@@ -117,57 +101,204 @@ class Costs:
 
     def fixed(self, kind: str, row: dict[str, Any]) -> float:
         """What a check of ``kind`` costs whatever its size: start-up, triage, fixed budgets."""
-        triage = self.minimize_budget if kind not in ("unicode", "recheck") else 0.0
-        extra = {"fuzz": FUZZ_STRESS_S, "metamorphic": len(row.get("stress_phases") or range(STRESS_PHASES)) *
-                 float(row.get("stress_seconds") or 0)}
-        return START_S + triage + extra.get(kind, 0.0)
+        sizing = SIZINGS[kind]
+        triage = self.minimize_budget if sizing.triage else 0.0
+        return START_S + triage + sizing.extra(row)
 
     def per_unit(self, kind: str, row: dict[str, Any]) -> float:
-        """Seconds per unit of ``kind``'s size (a sample fraction, sessions, code points, tokens, samples,
-        fuzz seconds)."""
-        units = {"corpus": CORPUS_UNITS, "replay": REPLAY_UNITS_PER_SESSION, "unicode": UNICODE_UNITS_PER_CP,
-                 "vocab": VOCAB_UNITS_PER_TOKEN, "metamorphic": METAMORPHIC_UNITS_PER_SAMPLE,
-                 "length": LENGTH_UNITS_PER_KIND_KCHAR * len(row.get("kinds") or ()) / 1000,
-                 "certificate": CERTIFY_UNITS_PER_STRING}
-        if kind == "fuzz":
-            return 1.0
-        return self.work(units[kind])
+        """Seconds per unit of ``kind``'s size (``Sizing.size_of``)."""
+        return SIZINGS[kind].per_unit(row, self)
 
 
-def size_of(kind: str, row: dict[str, Any]) -> float | None:
-    """The size a row of ``kind`` asks for, in ``Costs.per_unit``'s units (None: no sized part)."""
-    if kind == "corpus":
+class Sizing:
+    """One kind of check as the planner sizes it: its smallest and full size (``limits``), the size
+    a row asks for (``size_of``; None: nothing to size), the seconds per unit of that size here
+    (``per_unit``: ``units`` of encoding work unless the size is itself seconds), the seconds it
+    costs whatever its size beyond start-up and triage (``extra``), and how a chosen size is
+    written back into a row (``resize``). Each kind counts its size in its own units.
+
+    The base is a check with nothing to size; the kinds are stateless, one instance each in ``SIZINGS``."""
+
+    limits: tuple[float, float] = (0.0, 0.0)
+    units = 0.0  # smoke units of encoding work per unit of size (see the module docstring)
+    triage = True  # spends up to ``minimize_budget`` minimising what it finds
+
+    def size_of(self, row: dict[str, Any]) -> float | None:
+        return None
+
+    def per_unit(self, row: dict[str, Any], costs: Costs) -> float:
+        return costs.work(self.units)
+
+    def extra(self, row: dict[str, Any]) -> float:
+        return 0.0
+
+    def resize(self, row: dict[str, Any], size: float, profile: str,
+               alphabet: tuple[tuple[str, ...], ...] | None) -> None:
+        """Write ``size`` into ``row`` for ``profile``; ``alphabet``: the reference's certify
+        alphabet (``verify.gate.init.Facts.alphabet``), which a certificate's k is counted in."""
+        raise NotImplementedError(f"{type(self).__name__} has no size to write")
+
+
+class Corpus(Sizing):
+    """A sample of the default corpus, as a fraction: the whole corpus at 1."""
+
+    limits = (0.01, 1.0)
+    units = 18.0  # the default corpus whole: 12.0 smokes of text, 1.5x through isolated workers
+
+    def size_of(self, row):
         return float(row.get("sample", 1.0))
-    if kind == "replay":
-        return float(str(row["traces"][0]).split(":")[2]) if str(row["traces"][0]).count(":") >= 2 else 8.0
-    if kind == "unicode":
-        start, stop = (int(x, 16) for x in row["range"]) if "range" in row else (0, UNICODE_CPS)
+
+    def resize(self, row, size, profile, alphabet):
+        if size < self.limits[1]:
+            row["sample"] = round(size, 3)
+        else:
+            row.pop("seed", None)  # the whole corpus: no sample to seed
+
+
+class Replay(Sizing):
+    """Agent sessions replayed (``agent:SEED:SESSIONS``)."""
+
+    limits = (2, 64)
+    units = 4.5  # one agent session, every turn's transcript encoded
+
+    def size_of(self, row):
+        trace = str(row["traces"][0])
+        return float(trace.split(":")[2]) if trace.count(":") >= 2 else 8.0
+
+    def resize(self, row, size, profile, alphabet):
+        row["traces"] = [f"agent:1:{int(size)}"]
+
+
+class Unicode(Sizing):
+    """Code points from U+0000 up: the whole of Unicode is ``full = true``."""
+
+    limits = (0x1000, 0x110000)
+    units = 12.4 / 0x3000  # code points in their probe contexts
+    triage = False  # its job is given no minimise budget (``verify.gate.kinds.run_unicode``)
+
+    def size_of(self, row):
+        start, stop = (int(x, 16) for x in row["range"]) if "range" in row else (0, self.limits[1])
         return float(stop - start)
-    if kind == "vocab":
-        return float(row.get("limit", LIMITS["vocab"][1]))
-    if kind == "metamorphic":
+
+    def resize(self, row, size, profile, alphabet):
+        if size < self.limits[1]:
+            row.pop("full")
+            row["range"] = ["0000", f"{int(size):04X}"]
+
+
+class Vocab(Sizing):
+    """Vocabulary tokens from the first id: all of them without a ``limit``."""
+
+    limits = (250, 250_000)
+    units = 0.0114  # each token alone and in contexts, its pairs, the specials
+
+    def size_of(self, row):
+        return float(row.get("limit", self.limits[1]))
+
+    def resize(self, row, size, profile, alphabet):
+        if size < self.limits[1]:
+            row["limit"] = int(size)
+
+
+class Metamorphic(Sizing):
+    """Samples the engine is checked against itself on, then a stress budget per phase."""
+
+    limits = (25, 1000)
+    units = 0.12  # repeat, history, batch vs single, threads, decode
+    phases = 4  # a stress budget is spent per phase (batches, families, state, thresholds)
+
+    def size_of(self, row):
         return float(row.get("limit", 100))
-    if kind == "fuzz":  # the examples it is given take about a 13th of a second each (a cap may be longer)
+
+    def extra(self, row):
+        return len(row.get("stress_phases") or range(self.phases)) * float(row.get("stress_seconds") or 0)
+
+    def resize(self, row, size, profile, alphabet):
+        row["limit"] = int(size)
+
+
+class Fuzz(Sizing):
+    """Seconds of Hypothesis search, then the stress phase."""
+
+    limits = (20.0, 600.0)
+    stress_s = 15.0  # the stress phase after its search budget
+
+    def size_of(self, row):  # the examples it is given take about a 13th of a second each (a cap may be longer)
         return float(row["examples"]) / 13 if "examples" in row else float(row.get("seconds", 30))
-    if kind == "length":
+
+    def per_unit(self, row, costs):
+        return 1.0  # its size is seconds already
+
+    def extra(self, row):
+        return self.stress_s
+
+    def resize(self, row, size, profile, alphabet):
+        # about what the search reaches in that time; in pr the count binds and the seconds are a cap,
+        # so a pull request's gate sees the same inputs on every run (the seed is fixed)
+        row["examples"] = max(100, int(13 * size))
+        row["seconds"] = int(size) * (3 if profile == "pr" else 1)
+
+
+class Length(Sizing):
+    """``max_chars``: how long each family of the row's ``kinds`` grows."""
+
+    limits = (30_000, 500_000)
+    units_per_kind_kchar = 0.254  # per kind of family and 1,000 characters of max_chars
+
+    def size_of(self, row):
         return float(row["max_chars"])
-    if kind == "certificate":  # the strings of its k, counted by plan_checks from the reference's alphabet
+
+    def per_unit(self, row, costs):
+        return costs.work(self.units_per_kind_kchar * len(row.get("kinds") or ()) / 1000)
+
+    def resize(self, row, size, profile, alphabet):
+        row["max_chars"] = int(size)
+
+
+class Certificate(Sizing):
+    """Strings of at most k atoms of the reference's pattern, counted from its alphabet: the planner
+    keeps the count in the row's ``_strings`` (not written to the suite) and writes k."""
+
+    limits = (50_000, 2_000_000_000)
+    # one string of ``verify certify`` (a few characters, one call per engine each; tiktoken against HF
+    # tokenizers on cl100k_base, 2 isolated workers: 1,147,400 strings in 28 s where the pair's smoke took 0.08 s)
+    units = 4e-4
+
+    def size_of(self, row):
         return float(row.get("_strings", 0))
-    return None
+
+    def resize(self, row, size, profile, alphabet):
+        from verify.adversarial.certify.space import Space, k_for  # numpy: only when a certificate is sized
+
+        row["k"] = max(CERTIFY_MIN_K, k_for(alphabet, int(size)))
+        row["_strings"] = Space(alphabet, 1).total(row["k"])
+
+
+class Recheck(Sizing):
+    """The recorded regression cases, however many: nothing to size."""
+
+    triage = False  # its job is given no minimise budget (``verify.gate.kinds.run_recheck``)
+
+    def extra(self, row):
+        return 5.0
+
+
+SIZINGS: dict[str, Sizing] = {"corpus": Corpus(), "replay": Replay(), "unicode": Unicode(), "vocab": Vocab(),
+                              "metamorphic": Metamorphic(), "fuzz": Fuzz(), "length": Length(),
+                              "certificate": Certificate(), "recheck": Recheck()}
 
 
 def predict(kind: str, row: dict[str, Any], costs: Costs) -> float:
     """The seconds a check's row is expected to take here."""
-    if kind == "recheck":
-        return START_S + 5.0
-    size = size_of(kind, row)
+    size = SIZINGS[kind].size_of(row)
     return costs.fixed(kind, row) + (size or 0.0) * costs.per_unit(kind, row)
 
 
 def fit_sizes(profile: str, costs: Costs, rows: dict[str, dict[str, Any]]) -> dict[str, float]:
     """The size of every sizeable row (by kind) so that the whole suite fits ``PLANNED_SHARE`` of
     the profile's budget: what is left after the fixed costs, shared by ``WEIGHTS``, each size
-    between its smallest and its full (time a full check does not need goes to the others)."""
+    between its smallest and its full (``Sizing.limits``; time a full check does not need goes to
+    the others)."""
     budget = profile_budget(profile) * PLANNED_SHARE
     sizable = [k for k in rows if k in WEIGHTS[profile]]
     fixed = sum(predict(k, rows[k], costs) if k not in sizable else costs.fixed(k, rows[k]) for k in rows)
@@ -179,7 +310,7 @@ def fit_sizes(profile: str, costs: Costs, rows: dict[str, dict[str, Any]]) -> di
         spent = 0.0
         settled = []
         for k in open_kinds:
-            low, high = LIMITS[k]
+            low, high = SIZINGS[k].limits
             share = left * WEIGHTS[profile][k] / weight
             size = share / costs.per_unit(k, rows[k])
             if size >= high or size <= low:

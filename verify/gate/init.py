@@ -149,8 +149,7 @@ def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
                 ) -> list[tuple[str, dict[str, Any], float]]:
     """``(comment, row, predicted seconds)`` per ``[[check]]``, in the order they run, each sized
     (``verify.gate.budget.fit_sizes``) so that the suite fits the profile here."""
-    from verify.adversarial.certify.space import Space, k_for
-    from verify.gate.budget import CERTIFY_MIN_K, LENGTH_CHARS, LIMITS, Costs, fit_sizes, predict
+    from verify.gate.budget import CERTIFY_MIN_K, LENGTH_CHARS, SIZINGS, Costs, fit_sizes, predict
 
     pr = profile == "pr"
     plain_only = not facts.special_tokens
@@ -211,34 +210,8 @@ def plan_checks(facts: Facts, profile: str, cases: int, workers: int = WORKERS
                  {"name": "length", "kind": "length", "max_chars": LENGTH_CHARS[profile], "kinds": kinds, **skip}))
 
     by_kind = {row["kind"]: row for _, row in rows}
-    sizes = fit_sizes(profile, costs, by_kind)
-    for kind, size in sizes.items():
-        row = by_kind[kind]
-        high = LIMITS[kind][1]
-        if kind == "corpus" and size < high:
-            row["sample"] = round(size, 3)
-        elif kind == "corpus":
-            row.pop("seed", None)  # the whole corpus: no sample to seed
-        elif kind == "replay":
-            row["traces"] = [f"agent:1:{int(size)}"]
-        elif kind == "unicode" and size < high:
-            row.pop("full")
-            row["range"] = ["0000", f"{int(size):04X}"]
-        elif kind == "vocab" and size < high:
-            row["limit"] = int(size)
-        elif kind == "metamorphic":
-            row["limit"] = int(size)
-        elif kind == "length":
-            row["max_chars"] = int(size)
-        elif kind == "certificate":
-            space = Space(facts.alphabet, 1)
-            row["k"] = max(CERTIFY_MIN_K, k_for(facts.alphabet, int(size)))
-            row["_strings"] = space.total(row["k"])
-        elif kind == "fuzz":
-            # about what the search reaches in that time; in pr the count binds and the seconds are a cap,
-            # so a pull request's gate sees the same inputs on every run (the seed is fixed)
-            row["examples"] = max(100, int(13 * size))
-            row["seconds"] = int(size) * (3 if pr else 1)
+    for kind, size in fit_sizes(profile, costs, by_kind).items():
+        SIZINGS[kind].resize(by_kind[kind], size, profile, facts.alphabet)
     ordered = ("name", "kind", "corpus", "traces", "template", "sample", "seed", "examples", "seconds", "full",
                "range", "limit", "stress_seconds", "max_chars", "kinds", "k", "allow_skipped")
     # keys with a leading underscore are the planner's own (a certificate's string count), not the suite's
