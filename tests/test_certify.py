@@ -10,6 +10,7 @@ import random
 import pytest
 
 from conftest import run_cli
+from record_types import run_folder_conforms
 from verify.engines.registry import parse_spec
 
 REFERENCE = "tiktoken:cl100k_base"
@@ -167,6 +168,7 @@ def test_a_planted_wrong_split_on_a_random_atom_sequence_is_the_shortest_counter
     assert len(doc["counterexamples"]) == 1, (why, doc["counterexamples"][:3])  # longer ones are subsumed
     assert doc["differing_strings"][spec] >= 1
     assert "NOT equal" in doc["statement"] and repr(first["text"]) in doc["statement"]
+    run_folder_conforms(tmp_path / "out")
 
 
 def test_a_clean_certificate_adds_up(tmp_path):
@@ -175,6 +177,7 @@ def test_a_clean_certificate_adds_up(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((out / "certificate.json").read_text())
     assert doc["schema"] == "verify.certificate/1" and doc["verdict"] == "equal" and not doc["counterexamples"]
+    run_folder_conforms(out)
     atoms, per = doc["alphabet"]["atoms"], doc["strings"]["per_length"]
     assert atoms == len(doc["alphabet"]["list"]) == 24
     assert [per[str(n)]["atom_strings"] for n in (1, 2)] == [atoms, atoms ** 2]

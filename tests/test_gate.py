@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from record_types import run_folder_conforms
 from verify.cli import main
 
 XSD = Path(__file__).with_name("junit.xsd")
@@ -119,6 +120,7 @@ def only_key(doc: dict) -> str:
 def test_planted_bug_fails_allowlisting_passes_expiry_and_a_second_cluster_fail_again(gate):
     code, doc = gate("ß", [], "night-1")
     assert code == 1 and doc["schema"] == "verify.gate/1" and doc["verdict"] == "fail"
+    run_folder_conforms(gate.dir / "night-1")  # gate.json and every check's committed files, as typed
     key = only_key(doc)
     (cluster,) = doc["clusters"]
     assert cluster["status"] == "new" and cluster["engine"] == "python:gate_plugin:planted" and cluster["size"] == 1

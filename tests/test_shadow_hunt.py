@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_cli
+from record_types import run_folder_conforms
 from test_shadow import BAD_LINES, LT_BUG, REFERENCE, _text, planted
 from verify.cli import main
 
@@ -288,3 +289,4 @@ def test_a_tokenizer_named_in_engines_toml_is_replayed_in_each_worker(cl100k, tm
     findings = _lines(out, "divergences.jsonl")
     assert len(findings) == 2 and all(f["shadow"]["replay"] == {**f["shadow"]["replay"], "engine": "tiktoken-cl100k",
                                                                  "reproduces": False} for f in findings)
+    run_folder_conforms(out)  # shadow's findings (production's record in each) and clusters, as typed

@@ -9,6 +9,7 @@ import random
 import pytest
 
 from conftest import run_cli
+from record_types import run_folder_conforms
 from verify.classify import LONG_INPUT, load_tags
 from verify.comparison import Side, compare_batch
 from verify.engines.fake import FakeEngine
@@ -230,6 +231,7 @@ def test_verify_run_minimises_and_writes_clusters(tmp_path, tiny_spec, e2e):
     assert manifest["triage"]["clusters"] == 2 and manifest["triage"]["minimised"] == 3
     summary = (out / "summary.md").read_text()
     assert "## Clusters" in summary and "`'planted'`" in summary and "`'boom'`" in summary
+    run_folder_conforms(out)  # findings, triage lines, clusters and manifest, as typed
 
 
 def test_verify_run_minimize_budget_zero_disables_triage(tmp_path, tiny_spec, e2e):

@@ -18,10 +18,49 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from typing_extensions import NotRequired, TypedDict
+
 from verify.causes import Cause, merge_length
 from verify.classify import MAX_SAMPLE_IDS, Cluster, TagRule, tags_for
 
 MAX_MEMBERS = 50  # symptom clusters listed per cause cluster (the rest counted)
+
+
+class ClusterMember(TypedDict):
+    """One symptom cluster merged into a cause cluster, with its own minimised example
+    (``verify shadow``'s clusters list the symptom and its count alone)."""
+
+    symptom: str
+    count: int
+    signature: NotRequired[dict[str, Any]]
+    example: NotRequired[list[tuple[str, bool]] | None]
+    example_runs: NotRequired[list | None]
+
+
+class ClusterRecord(TypedDict):
+    """One cluster of ``OUT/clusters.json`` (``verify.clusters/2``; docs/schema.md): a cause, the
+    findings it explains, and its minimised reproducer. ``key`` is the cause's key (= ``cause``).
+    ``verify shadow`` adds ``status`` (``new``, ``known``, ``allowlisted``: docs/shadow.md) and leaves
+    out the cause's fields where nothing explained it."""
+
+    key: str
+    engine: str | None
+    reference: str | None
+    kind: str
+    cause: str | None
+    signature: dict[str, Any]
+    tags: list[str]
+    links: list[str]
+    count: int
+    sample_ids: list[str]
+    example: list[tuple[str, bool]] | None
+    example_minimized: dict[str, Any] | None
+    cause_kind: NotRequired[str]
+    name: NotRequired[str]
+    explanation: NotRequired[dict[str, Any]]
+    members: NotRequired[list[ClusterMember]]
+    members_total: NotRequired[int]
+    status: NotRequired[str]
 
 
 @dataclass
@@ -42,8 +81,8 @@ class CauseCluster:
     def signature(self) -> dict[str, Any]:
         return self.members[0].signature if self.members else {}
 
-    def as_dict(self, max_ids: int = MAX_SAMPLE_IDS) -> dict[str, Any]:
-        members = [{"symptom": m.key, "count": m.count, "signature": m.signature,
+    def as_dict(self, max_ids: int = MAX_SAMPLE_IDS) -> ClusterRecord:
+        members: list[ClusterMember] = [{"symptom": m.key, "count": m.count, "signature": m.signature,
                     "example": m.example["input"] if m.example else None,
                     "example_runs": (m.example or {}).get("input_runs")} for m in self.members[:MAX_MEMBERS]]
         return {"key": self.key, "engine": self.engine, "reference": self.reference, "kind": self.kind,

@@ -361,7 +361,7 @@ def _uniform(head: str, block: dict[str, Any], probe: Probe) -> Cause | None:
     if found is None:
         return None
     runs, k, unit = found
-    chars, bytes_ = len(text), size
+    chars = len(text)
     return Cause("length", f"{head}/length/{'' if text.isascii() else 'chars'}>={chars}",
                  f"a pre-token of {chars} characters ({size} bytes) differs, one shorter agrees: {_readable(text)}",
                  chars=(chars - len(unit), chars), bytes=(size - len(unit.encode('utf-8')), size), ascii=text.isascii(),

@@ -18,11 +18,26 @@ workers, machines or resumed sessions adds up to the same totals.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-STATES = ("verified", "diverged", "error", "crash", "timeout", "skipped")
+
+class State(StrEnum):
+    """How a sample (or one engine's answer for it) ended: the keys of ``Counts.states``. A ``str``,
+    so the counts' JSON and the code that reads it back use the value itself."""
+
+    VERIFIED = "verified"
+    DIVERGED = "diverged"
+    ERROR = "error"
+    CRASH = "crash"
+    TIMEOUT = "timeout"
+    SKIPPED = "skipped"
+
+
+# plain values: they key the counts' dicts, which orjson writes (it takes no str subclass as a key)
+STATES = tuple(state.value for state in State)
 # When several things go wrong on one sample, the worst decides its state.
-SEVERITY = {"crash": 5, "timeout": 4, "error": 3, "diverged": 2, "skipped": 1, "verified": 0}
+SEVERITY = {State.CRASH: 5, State.TIMEOUT: 4, State.ERROR: 3, State.DIVERGED: 2, State.SKIPPED: 1, State.VERIFIED: 0}
 
 _SCALARS = ("samples", "chars", "bytes", "tokens", "findings", "bad_records")
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+from typing_extensions import NotRequired, TypedDict
 
 from verify import jsonl
 from verify.token_diff import char_offset, first_difference, token_byte_offsets
 from verify.keys import KEYS_VERSION, finding_key, input_key
-from verify.outcome import FAILURE_KINDS, Failure
+from verify.outcome import FAILURE_KINDS, ErrorInfo, Failure, FindingKind
 from verify.sample import Sample
 from verify import atomic
 
@@ -28,12 +29,73 @@ SCHEMA = "verify.divergence/2"
 INLINE_INPUT_LIMIT = 64 * 1024
 WINDOW_BEFORE, WINDOW_AFTER = 4, 8
 CONTEXT_CHARS = 40
-BAD_INPUT = "bad-input"
+BAD_INPUT = FindingKind.BAD_INPUT.value
 
-KINDS = ("ids",) + FAILURE_KINDS + (BAD_INPUT,)
+KINDS = (FindingKind.IDS.value,) + FAILURE_KINDS + (BAD_INPUT,)
 
 __all__ = ["Failure", "Finding", "FindingWriter", "SCHEMA", "KINDS", "BAD_INPUT", "describe_divergence",
-           "describe_failure", "bad_input_record", "read_findings", "INLINE_INPUT_LIMIT"]
+           "describe_failure", "bad_input_record", "read_findings", "INLINE_INPUT_LIMIT", "DivergenceRecord",
+           "Window", "Context", "ErrorInfo", "FindingKind"]
+
+Segment = tuple[str, bool]  # [text, allow_special] in the JSON
+
+
+class Window(TypedDict):
+    """``expected``/``actual``: a window of ids from ``start``, with each token's decoded bytes."""
+
+    start: int
+    ids: list[int]
+    pieces: NotRequired[list[str]]
+
+
+class Context(TypedDict):
+    """``context``: the characters either side of ``char_offset``."""
+
+    before: str
+    after: str
+
+
+class DivergenceRecord(TypedDict):
+    """One line of ``OUT/divergences.jsonl`` (``verify.divergence/2``; docs/schema.md has a row per
+    field, ``tests/test_record_types.py`` holds the two together and checks committed records
+    against this). The located fields are an ``ids`` finding's, ``error`` a failure's or a bad
+    input's; the sections after ``check`` are written by the hunt that found it. A metamorphic
+    check adds its own scalars beside ``check`` (``entry_point``, ``batch_size``, ``property``...)."""
+
+    schema: str
+    kind: FindingKind
+    engine: str | None
+    reference: str | None
+    sample_id: str
+    source: str | None
+    finding_key: str
+    input_key: str | None
+    input: NotRequired[list[Segment] | None]
+    input_file: NotRequired[str]
+    input_runs: NotRequired[list[tuple[list[tuple[str, int]], bool]]]
+    token_index: NotRequired[int | None]
+    byte_offset: NotRequired[int | None]
+    char_offset: NotRequired[int | None]
+    offsets_exact: NotRequired[bool]
+    context: NotRequired[Context]
+    expected: NotRequired[Window]
+    actual: NotRequired[Window]
+    expected_len: NotRequired[int]
+    actual_len: NotRequired[int | None]
+    note: NotRequired[str]
+    error: NotRequired[ErrorInfo]
+    raw: NotRequired[str | None]
+    input_redacted: NotRequired[dict[str, Any]]
+    raw_redacted: NotRequired[dict[str, Any]]
+    check: NotRequired[str]
+    fresh: NotRequired[str]
+    history: NotRequired[dict[str, Any]]
+    session: NotRequired[dict[str, Any]]
+    stress: NotRequired[dict[str, Any]]
+    length: NotRequired[dict[str, Any]]
+    certify: NotRequired[dict[str, Any]]
+    certificate: NotRequired[Any]
+    shadow: NotRequired[dict[str, Any]]
 
 
 @dataclass
@@ -41,12 +103,12 @@ class Finding:
     engine: str
     reference: str
     sample: Sample
-    kind: str
+    kind: str  # a FindingKind value
     source: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     detail: str = ""  # what tells findings on one input apart (a metamorphic check, a session turn)
 
-    def to_record(self) -> tuple[dict[str, Any], "Stored"]:
+    def to_record(self) -> tuple[DivergenceRecord, "Stored"]:
         """The record, and what is stored beside it: ``(inputs/NAME.json, payload)`` for a large
         input, a list of such pairs when a large history (``verify.fresh_check``) goes too."""
         record, stored = self._record()
@@ -61,9 +123,9 @@ class Finding:
                 stored = [x for x in (stored, (name, payload)) if x is not None]
         return record, stored
 
-    def _record(self) -> tuple[dict[str, Any], tuple[str, str] | None]:
+    def _record(self) -> tuple[DivergenceRecord, tuple[str, str] | None]:
         key = input_key(self.sample.segments)
-        record: dict[str, Any] = {
+        record: DivergenceRecord = {
             "schema": SCHEMA,
             "kind": self.kind,
             "engine": self.engine,
@@ -73,7 +135,7 @@ class Finding:
             "finding_key": finding_key(self.kind, self.engine, self.reference, key, self.sample.id, self.detail),
             "input_key": key,
         }
-        record.update(self.fields)
+        record.update(self.fields)  # the located fields and the hunt's sections
         segments = [[s.text, s.allow_special] for s in self.sample.segments]
         runs = input_runs(self.sample)
         if runs is not None:
@@ -111,7 +173,7 @@ def sample_from_runs(sample_id: str, runs: list) -> Sample:
     return Sample.from_segments(sample_id, [(from_runs(r), bool(a)) for r, a in runs])
 
 
-def bad_input_record(source: str | None, position: str, reason: str, raw: bytes | str | None) -> dict[str, Any]:
+def bad_input_record(source: str | None, position: str, reason: str, raw: bytes | str | None) -> DivergenceRecord:
     """A record the corpus could not turn into a sample, with where it is and why."""
     if isinstance(raw, bytes):
         raw = raw[:400].decode("utf-8", "backslashreplace")
@@ -165,9 +227,9 @@ def describe_divergence(sample: Sample, expected: np.ndarray, actual: np.ndarray
     return fields
 
 
-def _window(ids: np.ndarray, pieces: list[bytes] | None, lo: int) -> dict[str, Any]:
+def _window(ids: np.ndarray, pieces: list[bytes] | None, lo: int) -> Window:
     hi = min(ids.size, lo + WINDOW_BEFORE + WINDOW_AFTER)
-    window = {"start": lo, "ids": [int(i) for i in ids[lo:hi]]}
+    window: Window = {"start": lo, "ids": [int(i) for i in ids[lo:hi]]}
     if pieces is not None:
         window["pieces"] = [_piece(p) for p in pieces[lo:hi]]
     return window
@@ -208,12 +270,12 @@ class FindingWriter:
         self._fh = open(self.path, "w", encoding="utf-8")
         self.count = 0
 
-    def write(self, finding: Finding) -> dict[str, Any]:
+    def write(self, finding: Finding) -> DivergenceRecord:
         record, stored = finding.to_record()
         write_stored_input(self.out_dir, stored)
         return self.write_record(record)
 
-    def write_record(self, record: dict[str, Any]) -> dict[str, Any]:
+    def write_record(self, record: DivergenceRecord) -> DivergenceRecord:
         self._fh.write(jsonl.line(record))
         self._fh.flush()
         self.count += 1
@@ -223,6 +285,7 @@ class FindingWriter:
         self._fh.close()
 
 
-def read_findings(path: Path) -> Iterator[dict[str, Any]]:
-    """The records of a findings file, in order; nothing when it does not exist."""
+def read_findings(path: Path) -> Iterator[DivergenceRecord]:
+    """The records of a findings file, in order; nothing when it does not exist. Read as committed:
+    a reader of another run's file checks what it needs (``verify.rundir.paths`` for its paths)."""
     return jsonl.read(path)

@@ -19,24 +19,47 @@ where nothing was compared, nothing was verified.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Union
 
 import numpy as np
+from typing_extensions import TypedDict
 
 from verify.keys import ids_digest
 
-FAILURE_KINDS = ("error", "crash", "timeout")
+
+
+class FindingKind(StrEnum):
+    """What a finding is (``kind`` of a ``verify.divergence/2`` record). A ``str``: records, keys
+    and messages carry the value itself, and ``kind == "ids"`` still holds for a record read back."""
+
+    IDS = "ids"  # different token ids
+    ERROR = "error"  # the engine raised
+    CRASH = "crash"  # its worker died
+    TIMEOUT = "timeout"  # no answer within the deadline
+    BAD_INPUT = "bad-input"  # a corpus record that never became a sample
+
+
+# plain values: they key dicts that orjson writes, and orjson takes no str subclass as a key
+FAILURE_KINDS = tuple(kind.value for kind in (FindingKind.ERROR, FindingKind.CRASH, FindingKind.TIMEOUT))
+
+
+class ErrorInfo(TypedDict):
+    """``error`` of a failure's record: the exception's type and (capped) message."""
+
+    type: str
+    message: str
 
 
 @dataclass(frozen=True)
 class Failure:
     """An engine that returned no ids for a sample."""
 
-    kind: str  # "error" | "crash" | "timeout"
+    kind: str  # one of FAILURE_KINDS
     type: str
     message: str
 
-    def as_dict(self) -> dict[str, str]:
+    def as_dict(self) -> ErrorInfo:
         return {"type": self.type, "message": self.message[:2000]}
 
 

@@ -64,13 +64,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from typing_extensions import NotRequired, TypedDict
+
 from verify import jsonl
-from verify.cause_clusters import CauseCluster, join_by_cause
+from verify.cause_clusters import CauseCluster, ClusterRecord, join_by_cause
 from verify.causes import CUT_NEAR_END, LONG_TEXT_CHARS, NEAR, Cause, Probe, explain
 from verify.classify import MAX_SAMPLE_IDS, Cluster, Clusters, TagRule, load_tags, signature, signature_key
 from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
-from verify.findings import read_findings
+from verify.findings import DivergenceRecord, read_findings
 from verify.history import History, fails_like, victim_result
 from verify.outcome import agree, is_ids
 from verify.reproduce import SKIP_BUDGET, SKIP_NOT_REPRODUCED, minimized_fields, reproduce, still_fails
@@ -96,7 +98,31 @@ SKIP_ORDER = (SKIP_PER_CLUSTER, SKIP_NO_INPUT, SKIP_NO_ENGINE, SKIP_BUDGET, SKIP
               SKIP_NOT_REPRODUCED)
 
 
-__all__ = ["CLUSTERS_SCHEMA", "TRIAGE_SCHEMA", "TriageSummary", "run_triage", "committed_records",
+
+
+class TriageLine(TypedDict):
+    """One line of ``OUT/triage.jsonl``, about the finding of the same place in the findings
+    (docs/schema.md). ``minimized`` is null when it was not minimised, ``minimized_skipped`` says why."""
+
+    finding_key: str
+    signature: dict[str, Any]
+    symptom: str
+    cluster: str
+    cause: str
+    cause_kind: str
+    tags: list[str]
+    minimized: dict[str, Any] | None
+    minimized_skipped: NotRequired[str]
+
+
+class ClustersFile(TypedDict):
+    """``OUT/clusters.json`` (``verify.clusters/2``)."""
+
+    schema: str
+    clusters: list[ClusterRecord]
+
+
+__all__ = ["CLUSTERS_SCHEMA", "TRIAGE_SCHEMA", "TriageLine", "ClustersFile", "ClusterRecord", "TriageSummary", "run_triage", "committed_records",
            "load_record_input", "load_record_history", "joined_triage", "read_clusters", "read_triage_info",
            "triaged_records", "still_fails", "minimized_fields", "SKIP_BUDGET", "SKIP_NOT_REPRODUCED", "probe_of"]
 
@@ -112,7 +138,7 @@ class TriageSummary:
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> findings
     worker_restarts: dict[str, int] = field(default_factory=dict)  # restarts caused by minimisation
 
-    def cluster_dicts(self) -> list[dict[str, Any]]:
+    def cluster_dicts(self) -> list[ClusterRecord]:
         return [c.as_dict() for c in self.clusters]
 
     def as_info(self) -> dict[str, Any]:
@@ -126,7 +152,7 @@ class TriageSummary:
 
 # --- reading committed findings and inputs --------------------------------------------
 
-def committed_records(out: Path) -> Iterator[dict[str, Any]]:
+def committed_records(out: Path) -> Iterator[DivergenceRecord]:
     """The committed findings of OUT: a run's committed shards in plan order (so an
     interrupted or resumed run can be triaged), else ``divergences.jsonl``."""
     from verify.rundir.plan import PLAN_FILE, load_plan
@@ -173,7 +199,7 @@ def load_record_history(record: dict[str, Any], out_dir: Path) -> History | None
     return History.from_json(doc, record.get("sample_id") or "history")
 
 
-def joined_triage(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | None]]:
+def joined_triage(out: Path) -> Iterator[tuple[DivergenceRecord, TriageLine | None]]:
     """Every committed finding with its triage line (None when it has none), streamed.
 
     Triage writes triage.jsonl from the committed findings in the same order, so the two
@@ -190,7 +216,7 @@ def joined_triage(out: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any] | 
             yield record, None
 
 
-def read_clusters(out: Path) -> list[dict[str, Any]]:
+def read_clusters(out: Path) -> list[ClusterRecord]:
     path = Path(out) / "clusters.json"
     if not path.is_file():
         return []
@@ -578,7 +604,7 @@ def _triage_lines(spill: Path, summary: TriageSummary, symptoms: list[Cluster], 
             finding_key, number, has_input, sig = json.loads(text)
             symptom = symptoms[number]
             c = of[id(symptom)]
-            entry = {"finding_key": finding_key, "signature": sig, "symptom": symptom.key, "cluster": c.key,
+            entry: TriageLine = {"finding_key": finding_key, "signature": sig, "symptom": symptom.key, "cluster": c.key,
                      "tags": c.tags, "cause": c.key, "cause_kind": c.cause.kind, "minimized": minimized.get(index)}
             if index not in minimized:
                 reason = skipped.get(index) or (SKIP_PER_CLUSTER if has_input else SKIP_NO_INPUT)

@@ -31,10 +31,94 @@ import json
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from verify.errors import ConfigError
 from verify.gate.checks import CheckRun
 
 GATE_SCHEMA = "verify.gate/1"
+
+
+class GateCheck(TypedDict):
+    """One check's row of ``gate.json``: how it ended and what it found (its folder is ``out``)."""
+
+    name: str
+    kind: str
+    status: str  # pass, fail, error, skipped
+    out: str
+    counts: dict[str, Any] | None
+    seconds: float | None
+    note: str | None
+    problems: list[str]
+    throughput: dict[str, Any] | None
+    error_class: str | None
+    clusters: list[str]
+    skips: list[Any]
+    empty: list[str]
+    cut: Any
+
+
+class GateCluster(TypedDict):
+    """One cluster of ``gate.json``, merged over the checks that found it, with its status."""
+
+    key: str
+    engine: str | None
+    reference: str | None
+    status: str  # new, unchanged, allowlisted, expired
+    size: int
+    reproducer: list[tuple[str, bool]] | None
+    first_difference: dict[str, Any] | None
+    kind: NotRequired[str]
+    checks: NotRequired[list[str]]
+    sizes: NotRequired[dict[str, int]]
+    minimized: NotRequired[bool]
+    tags: NotRequired[list[str]]
+    cause: NotRequired[str | None]
+    note: NotRequired[str]
+    sample_id: NotRequired[str | None]
+    source: NotRequired[str | None]
+    input_file: NotRequired[str]
+    session: NotRequired[dict[str, Any]]
+    allowlist: NotRequired[dict[str, Any]]
+
+
+class AllowlistEntry(TypedDict):
+    """One allowlist row of ``gate.json``: matched tonight, stale (matched nothing) or expired."""
+
+    key: Any
+    status: str
+    reason: str | None
+    link: str | None
+    expires: str | None
+    row: int
+    engine: str
+    exact: bool
+    matched: list[str]
+
+
+class GateRecord(TypedDict):
+    """``OUT/gate.json`` (``verify.gate/1``; docs/schema.md): the verdict and why, every check, every
+    cluster with its status, the allowlist's rows, the baseline's changes; the runner adds what ran
+    (``reference`` ... ``exit_code``)."""
+
+    schema: str
+    suite: str
+    verdict: str  # pass or fail
+    reasons: list[str]
+    checks: list[GateCheck]
+    clusters: list[GateCluster]
+    allowlist: list[AllowlistEntry]
+    baseline: dict[str, Any] | None
+    reference: NotRequired[str]
+    candidates: NotRequired[list[str]]
+    suite_file: NotRequired[str]
+    allowlist_file: NotRequired[str | None]
+    harness: NotRequired[dict[str, str]]
+    command: NotRequired[list[str]]
+    started: NotRequired[str | None]
+    finished: NotRequired[str | None]
+    seconds: NotRequired[float]
+    exit_code: NotRequired[int]
 FAILING_CLUSTER = ("new", "unchanged", "expired")
 # what a fixed (or not rechecked) cluster keeps of the baseline's row: the reports show its reproducer
 BASELINE_CLUSTER_FIELDS = ("status", "size", "kind", "checks", "reproducer", "minimized", "first_difference",
@@ -130,14 +214,14 @@ def check_status(run: CheckRun, failing_idents: set[tuple]) -> str:
     return "skipped" if run.state == "skipped" else "pass"
 
 
-def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | None = None) -> GateRecord:
     """The gate.json document (without timing fields, which the runner adds)."""
     from verify.allowlist import Allowlist
 
     allowlist = allowlist or Allowlist()
     before = {identity(c) for c in (baseline or {}).get("clusters") or [] if isinstance(c, dict) and "key" in c}
     matched: dict[int, list[str]] = {}
-    clusters = []
+    clusters: list[GateCluster] = []
     for ident, c in _merge(runs).items():
         rule = allowlist.match(c.get("engine"), c["key"])
         expired = None if rule is not None else allowlist.match_expired(c.get("engine"), c["key"])
@@ -156,7 +240,7 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
                          "first_difference": c.get("first_difference"),
                          **{k: v for k, v in c.items() if k not in ("key", "engine", "reference", "size", "reproducer",
                                                                    "first_difference", "status")}})
-    entries = []
+    entries: list[AllowlistEntry] = []
     for rule in sorted([*allowlist.rules, *allowlist.expired], key=lambda r: r.row):
         is_expired = rule in allowlist.expired
         status = "expired" if is_expired else "matched" if id(rule) in matched else "stale"
@@ -165,7 +249,7 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
                         "engine": rule.engine.pattern, "exact": rule.key is not None,
                         "matched": matched.get(id(rule), [])})
     failing = {identity(c) for c in clusters if c["status"] in FAILING_CLUSTER}
-    checks = []
+    checks: list[GateCheck] = []
     for run in runs:
         checks.append({"name": run.name, "kind": run.kind, "status": check_status(run, failing),
                        "out": f"checks/{run.name}", "counts": run.counts, "seconds": run.seconds,
@@ -190,7 +274,7 @@ def evaluate(suite, runs: list[CheckRun], allowlist, baseline: dict[str, Any] | 
     skipped = [c["name"] for c in checks if c["status"] == "skipped"]
     if skipped and suite.fail_on_skip:
         reasons.append(f"checks skipped (fail_on_skip): {', '.join(skipped)}")
-    doc = {"schema": GATE_SCHEMA, "suite": suite.name, "verdict": "fail" if reasons else "pass",
+    doc: GateRecord = {"schema": GATE_SCHEMA, "suite": suite.name, "verdict": "fail" if reasons else "pass",
            "reasons": reasons, "checks": checks, "clusters": clusters, "allowlist": entries,
            "baseline": _baseline_section(baseline, clusters, runs) if baseline is not None else None}
     return doc

@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict
+
 from verify import __version__
 from verify.findings import SCHEMA as DIVERGENCE_SCHEMA
 from verify.keys import KEYS_VERSION
@@ -26,6 +28,53 @@ HUNT_FILE = "hunt.json"
 HUNT_SCHEMA = "verify.hunt/1"
 
 
+class ShardTally(TypedDict):
+    total: int
+    committed: int
+    failed: list[Any]
+
+
+class Manifest(TypedDict):
+    """``OUT/manifest.json`` (``verify.manifest/3``; docs/schema.md): what ran, on what, with which
+    engines, and every count. A sharded run adds ``shards`` to ``options`` (``run_manifest``); ``triage`` comes from
+    ``triage.json``; then the hunt's own sections (``hunt.json``), each present only for its hunt."""
+
+    schema: str
+    harness: dict[str, str]
+    keys_version: int
+    command: list[str]
+    reference: dict[str, Any] | None
+    candidates: list[dict[str, Any]]
+    engine_notes: dict[str, Any]
+    sources: list[dict[str, Any]]
+    counts: dict[str, Any]
+    divergence_schema: str
+    findings_file: str
+    started: str | None
+    finished: str | None
+    seconds: float | None
+    complete: bool
+    interrupted: bool
+    shards: NotRequired[ShardTally]
+    hunt: NotRequired[str]
+    attempts: NotRequired[list[dict[str, Any]]]
+    resumed: NotRequired[bool]
+    resume: NotRequired[dict[str, int]]
+    options: NotRequired[dict[str, Any]]
+    triage: NotRequired[dict[str, Any]]
+    # the hunts' sections (hunt.json)
+    unicode: NotRequired[dict[str, Any]]
+    vocab_sweep: NotRequired[dict[str, Any]]
+    fuzz: NotRequired[dict[str, Any]]
+    check: NotRequired[dict[str, Any]]
+    recheck: NotRequired[dict[str, Any]]
+    shadow: NotRequired[dict[str, Any]]
+    edits: NotRequired[dict[str, Any]]
+    length: NotRequired[dict[str, Any]]
+    certify: NotRequired[dict[str, Any]]
+    reports: NotRequired[dict[str, Any]]
+
+
 def iso(ts: float | None) -> str | None:
     if ts is None:
         return None
@@ -34,7 +83,7 @@ def iso(ts: float | None) -> str | None:
 
 def command_manifest(*, argv: list[str], reference: dict | None, candidates: list[dict], sources: list[dict],
                      counts: dict, started: float, finished: float | None, engine_notes: dict | None = None,
-                     interrupted: bool = False, complete: bool = True) -> dict[str, Any]:
+                     interrupted: bool = False, complete: bool = True) -> Manifest:
     return {
         "schema": MANIFEST_SCHEMA,
         "harness": {"name": "verify", "version": __version__, "python": sys.version.split()[0],
@@ -57,7 +106,7 @@ def command_manifest(*, argv: list[str], reference: dict | None, candidates: lis
 
 
 def run_manifest(*, plan, counts: dict, committed: int, attempts: list[dict[str, Any]],
-                 live: bool = False, hunt: dict[str, Any] | None = None) -> dict[str, Any]:
+                 live: bool = False, hunt: dict[str, Any] | None = None) -> Manifest:
     """A sharded run's manifest. ``live``: written while shards still run (``complete`` false).
     ``hunt``: the hunt's own sections (``read_hunt``)."""
     sessions = attempts
@@ -113,12 +162,12 @@ def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:
     return notes
 
 
-def write_manifest(out_dir: Path, manifest: dict[str, Any]) -> Path:
+def write_manifest(out_dir: Path, manifest: Manifest) -> Path:
     path = Path(out_dir) / "manifest.json"
     return atomic.write_json(path, manifest)
 
 
-def committed_manifest(out_dir: Path, plan=None, store=None, markers: dict | None = None) -> dict[str, Any]:
+def committed_manifest(out_dir: Path, plan=None, store=None, markers: dict | None = None) -> Manifest:
     """The manifest of a run folder from what it committed: plan, shard markers, attempts, hunt."""
     from verify.rundir.attempts import read_attempts
     from verify.rundir.plan import load_plan

@@ -31,6 +31,8 @@ from typing import Any, Callable
 
 import json
 
+from typing_extensions import TypedDict
+
 from verify import atomic
 from verify.adversarial.certify.space import MAX_K, Space
 from verify.batches import pipelined
@@ -45,6 +47,41 @@ from verify.sample import Sample
 
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_SCHEMA = "verify.certificate/1"
+
+
+class Counterexample(TypedDict):
+    """A shortest differing atom string, with the concrete text and both sides' pieces."""
+
+    engine: str
+    kind: str
+    length: int
+    atoms: list[int]
+    text: str
+    sample_id: str
+    finding_key: str
+    expected: list[str] | None
+    actual: list[str] | str | None
+
+
+class Certificate(TypedDict):
+    """``OUT/certificate.json`` (``verify.certificate/1``; docs/certify.md): what was enumerated, on
+    which engines, the premises and the verdict, and the counterexamples shortest first."""
+
+    schema: str
+    reference: dict[str, Any]
+    candidates: list[dict[str, Any]]
+    not_loaded: dict[str, str]
+    alphabet: dict[str, Any]
+    k: int
+    strings: dict[str, Any]
+    counts: dict[str, int]
+    differing_strings: dict[str, int]
+    differing_atom_strings: dict[str, int]
+    unlisted_atom_strings: dict[str, int]
+    premises: dict[str, dict[str, Any]]
+    verdict: str  # equal, differ, not equal, incomplete
+    counterexamples: list[Counterexample]
+    statement: str
 SHARD_KIND = "certify"
 SOURCE = "certify"
 DEFAULT_K = 3
@@ -230,7 +267,7 @@ def check_reps(reps: int | None) -> None:
         raise UsageError(f"--reps must be from 1 to {MAX_REPS} representatives per atom, got {reps}")
 
 
-def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
+def certificate(out: Path, plan, store, markers) -> Certificate:
     """``certificate.json`` from what the shards committed and the merged findings."""
     from verify.adversarial.certify.atoms import alphabet_of
 
@@ -251,7 +288,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
             differing_atoms[spec] = differing_atoms.get(spec, 0) + n
     totals = store.totals(markers)
     complete = len(markers) == len(plan.shards)
-    counterexamples = []
+    counterexamples: list[Counterexample] = []
     path = out / "divergences.jsonl"
     if path.is_file():
         for line in path.read_bytes().splitlines():
@@ -282,7 +319,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
     else:
         verdict = "not equal"  # skipped strings: not compared, so nothing is proven about them
     premises = {name: (o.get("premises") or {}).get(name, {"status": "not run"}) for name in PREMISES}
-    doc = {
+    doc: Certificate = {
         "schema": CERTIFICATE_SCHEMA,
         "reference": plan.identities.get(plan.reference) or {"spec": plan.reference},
         "candidates": [plan.identities.get(s) or {"spec": s} for s in plan.candidates],
@@ -303,6 +340,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
         "premises": premises,
         "verdict": verdict,
         "counterexamples": counterexamples,
+        "statement": "",
     }
     doc["statement"] = statement(doc)
     return doc
