@@ -73,6 +73,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 from verify.classify import SPECIAL_LOOKALIKE, char_class
+from verify.outcome import FindingKind
 from verify.run_length import describe, to_runs
 from verify.unicode_tables import tables as ud
 from verify.unicode_tables.whitespace import WHITESPACE_LIKE
@@ -118,7 +119,7 @@ class Probe:
 
 
 def prefix(kind: str, error_type: str | None) -> str:
-    return kind if kind == "ids" else f"{kind}/{error_type or 'unknown'}"
+    return kind if kind == FindingKind.IDS else f"{kind}/{error_type or 'unknown'}"
 
 
 MAX_SHAPE_PARTS = 4

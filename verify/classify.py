@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from verify.errors import ConfigError
+from verify.outcome import FindingKind
 from verify.toml_config import read_toml
 from verify.user_regex import compile_user
 
@@ -123,12 +124,12 @@ def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
     text = sample_text
     flags: list[str] = _state_flags(record)
     sig: dict[str, Any] = {"kind": kind}
-    if kind == "bad-input":  # a record that never became a sample: grouped by why
+    if kind == FindingKind.BAD_INPUT:  # a record that never became a sample: grouped by why
         reason = (record.get("error") or {}).get("message") or "unknown"
         sig["reason"] = re.sub(r"(?<![\w-])\d+", "N", reason.split(" (")[0])
         sig["flags"] = flags
         return sig
-    if kind != "ids":
+    if kind != FindingKind.IDS:
         error = record.get("error") or {}
         sig["error_type"] = error.get("type") or "unknown"
         killed = re.search(r"killed by (SIG[A-Z0-9]+)", error.get("message") or "")
@@ -176,9 +177,9 @@ def signature(record: dict[str, Any], sample_text: str) -> dict[str, Any]:
 def signature_key(sig: dict[str, Any]) -> str:
     """A short stable string naming the signature; equal keys mean one cluster."""
     kind = sig.get("kind", "ids")
-    if kind == "bad-input":
+    if kind == FindingKind.BAD_INPUT:
         parts = [kind, sig.get("reason") or "unknown"]
-    elif kind != "ids":
+    elif kind != FindingKind.IDS:
         parts = [kind, sig.get("error_type") or "unknown"] + ([sig["signal"]] if sig.get("signal") else [])
     elif not sig.get("located"):
         parts = [kind, "unlocated"]

@@ -85,17 +85,17 @@ class Counts:
 
     @property
     def all_verified(self) -> bool:
-        return self.samples > 0 and self.states["verified"] == self.samples and self.bad_records == 0
+        return self.samples > 0 and self.states[State.VERIFIED] == self.samples and self.bad_records == 0
 
     def verified_or_skipped(self) -> bool:
         """Every sample verified or skipped (an engine could not take it), at least one verified,
         no bad record: what ``--allow-skipped`` (a gate's ``allow_skipped``) accepts."""
-        return (self.samples > 0 and self.states["verified"] > 0 and self.bad_records == 0
-                and self.states["verified"] + self.states["skipped"] == self.samples)
+        return (self.samples > 0 and self.states[State.VERIFIED] > 0 and self.bad_records == 0
+                and self.states[State.VERIFIED] + self.states[State.SKIPPED] == self.samples)
 
     @property
     def failing(self) -> int:
-        return sum(self.states[s] for s in ("diverged", "error", "crash", "timeout"))
+        return sum(self.states[s] for s in (State.DIVERGED, State.ERROR, State.CRASH, State.TIMEOUT))
 
     def as_dict(self) -> dict[str, Any]:
         doc = {**{name: getattr(self, name) for name in _SCALARS}, **self.states,

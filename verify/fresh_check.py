@@ -52,7 +52,7 @@ from verify.classify import signature, signature_key
 from verify.findings import Finding
 from verify.executors.fresh import NOT_RUN, FreshUnavailable
 from verify.history import History, fails_like, shortest_suffix, victim_result
-from verify.outcome import Failure, is_ids
+from verify.outcome import Failure, FindingKind, is_ids
 
 BATCH_CALL_FAILED = "BatchCallFailed"
 
@@ -179,9 +179,9 @@ class FreshCheck:
     def _expected(self, findings: list[Finding], given: dict[int, Any]) -> list[Any]:
         """The right ids for each ``ids`` finding's sample: the caller's, else the reference's
         (None where not needed)."""
-        need = [f.sample for f in findings if f.kind == "ids" and id(f) not in given]
+        need = [f.sample for f in findings if f.kind == FindingKind.IDS and id(f) not in given]
         outs = iter(self.reference.encode(need) if need and self.reference is not None else [])
-        return [given[id(f)] if id(f) in given else next(outs, None) if f.kind == "ids" else None
+        return [given[id(f)] if id(f) in given else next(outs, None) if f.kind == FindingKind.IDS else None
                 for f in findings]
 
     def _confirm_engine(self, items: list[tuple[Finding, Any]], given: dict[int, Any]) -> None:
@@ -204,7 +204,7 @@ class FreshCheck:
             whole_call = error_type == BATCH_CALL_FAILED
             if whole_call:  # the call failed, every sample alone encodes: the victim is the call
                 verdict = REPRODUCES if isinstance(outcome, Failure) else PASSES
-            elif finding.kind == "ids" and not (exp is not None and is_ids(exp)):
+            elif finding.kind == FindingKind.IDS and not (exp is not None and is_ids(exp)):
                 verdict = REPRODUCES if exp is None else "not-checked: the reference gave no ids"
             elif fails_like(finding.kind, _type_for(finding.kind, error_type), outcome, exp):
                 verdict = REPRODUCES
@@ -252,4 +252,4 @@ def _signature_of(finding: Finding) -> str:
 def _type_for(kind: str, error_type: str | None) -> str | None:
     """A crash in a fresh process is named by how it died, not by the worker that restarted:
     only an ``error`` must keep its exception type."""
-    return error_type if kind == "error" else None
+    return error_type if kind == FindingKind.ERROR else None

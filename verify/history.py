@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from verify.minimize import minimise
+from verify.outcome import Failure, FindingKind, differ
 from verify.run_length import compact, from_runs, to_runs
 from verify.sample import Sample, Segment
 
@@ -150,8 +151,6 @@ def _segment_from_json(doc: list) -> Segment:
 
 def victim_result(history: History, results: list) -> Any:
     """The victim's outcome (or its call's failure) in a replay's results."""
-    from verify.outcome import Failure
-
     i, j = history.victim
     call = results[i]
     if isinstance(call, Failure) or j is None:
@@ -162,9 +161,7 @@ def victim_result(history: History, results: list) -> Any:
 def fails_like(kind: str, error_type: str | None, outcome: Any, expected: Any) -> bool:
     """Whether ``outcome`` shows the finding: ids that differ from the reference's ``expected``
     ids (``kind`` ids), or a failure of the same kind and type."""
-    from verify.outcome import Failure, differ
-
-    if kind == "ids":
+    if kind == FindingKind.IDS:
         return differ(expected, outcome)
     return isinstance(outcome, Failure) and outcome.kind == kind and (error_type is None or outcome.type == error_type)
 
@@ -175,7 +172,7 @@ def still_fails(kind: str, error_type: str | None, replayer, expected_of: Callab
     victim) passes alone on another -- never a stateless bug in its place."""
     def fails(history: History) -> bool:
         victim = history.victim_sample
-        expected = expected_of(victim) if kind == "ids" and victim is not None else None
+        expected = expected_of(victim) if kind == FindingKind.IDS and victim is not None else None
         sequences = [history.calls]
         if victim is not None and (history.victim[0] > 0 or len(history.calls[0]) > 1):
             sequences.append(((victim,),))

@@ -27,7 +27,7 @@ from typing import Any, Callable
 from verify.findings import describe_divergence, input_runs
 from verify.history import History, fails_like, minimise_history, still_fails as history_still_fails, victim_result
 from verify.minimize import MinimiseResult, minimise
-from verify.outcome import Failure, differ, is_ids
+from verify.outcome import Failure, FindingKind, differ, is_ids
 from verify.sample import Sample
 
 SKIP_NOT_REPRODUCED = "did not reproduce"
@@ -95,7 +95,7 @@ def still_fails(kind: str, reference, executor, error_type: str | None = None,
     """The predicate that says a candidate sample still shows the finding: ``ids`` that differ
     (with the first-difference ``signature`` kept, when given), or a failure of the same kind and
     type."""
-    if kind == "ids":
+    if kind == FindingKind.IDS:
         spellings: dict = {}  # the two engines' token spellings, for this predicate's lifetime
 
         def ids_differ(sample: Sample) -> bool:
@@ -119,7 +119,7 @@ def fresh_fails(kind: str, reference, replayer, error_type: str | None = None) -
     def fails(sample: Sample) -> bool:
         (result,) = replayer.replay([[sample]])
         outcome = result if isinstance(result, Failure) else result[0]
-        expected = reference.encode([sample])[0] if kind == "ids" else None
+        expected = reference.encode([sample])[0] if kind == FindingKind.IDS else None
         return fails_like(kind, error_type, outcome, expected)
     return fails
 
@@ -134,7 +134,7 @@ def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> 
     runs = input_runs(sample)
     if runs is not None:  # what a person reads: 'a'×500, not 500 characters
         block["input_runs"] = runs
-    if kind == "ids":
+    if kind == FindingKind.IDS:
         ref, out = _encode_pair(reference, executor, sample)
         if not differ(ref, out):
             return None
@@ -151,7 +151,7 @@ def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> 
 
 
 def _signature_of(kind: str, reference, executor, sample: Sample) -> Signature | None:
-    if kind != "ids":
+    if kind != FindingKind.IDS:
         return None
     ref, out = _encode_pair(reference, executor, sample)
     return first_difference_signature(reference, executor, ref, out) if differ(ref, out) else None
@@ -206,7 +206,7 @@ def _reproduce_history(kind: str, error_type: str | None, history: History, refe
         history = History(history.calls, (history.victim[0], None))
         predicate = _call_fails(replayer)
     else:
-        predicate = history_still_fails(kind, error_type if kind == "error" else None, replayer, expected_of)
+        predicate = history_still_fails(kind, error_type if kind == FindingKind.ERROR else None, replayer, expected_of)
     result = minimise_history(history, predicate, budget_s=budget_s)
     if not result.reproduced:
         return None, SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
@@ -220,7 +220,7 @@ def _reproduce_history(kind: str, error_type: str | None, history: History, refe
                              "expected": None, "actual": None,
                              "history": {**final.to_json(), "cause": final.cause_kind(),
                                          "described": final.describe()}}
-    if victim is not None and kind == "ids" and is_ids(outcome):
+    if victim is not None and kind == FindingKind.IDS and is_ids(outcome):
         expected = expected_of(victim)
         if is_ids(expected) and differ(expected, outcome):
             located = describe_divergence(victim, expected, outcome, (reference or executor).token_bytes(expected),

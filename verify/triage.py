@@ -74,7 +74,7 @@ from verify.executors.lifeline import process_gone
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.findings import DivergenceRecord, read_findings
 from verify.history import History, fails_like, victim_result
-from verify.outcome import agree, is_ids
+from verify.outcome import FindingKind, agree, is_ids
 from verify.reproduce import SKIP_BUDGET, SKIP_NOT_REPRODUCED, minimized_fields, reproduce, still_fails
 from verify.sample import Sample
 from verify.session_minimize import minimized_session_fields
@@ -378,7 +378,7 @@ def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str], list[_Item]]:
             if record is None:
                 continue  # no input: said in the second pass, like every member without one
             kind, engine, reference = record["kind"], record["engine"], record["reference"]
-            against_self = kind == "ids" and engine == reference and not record.get("history")
+            against_self = kind == FindingKind.IDS and engine == reference and not record.get("history")
             if not engine or against_self or kind not in KIND_ORDER:
                 skipped[index] = SKIP_NO_ENGINE
                 if against_self and engine:
@@ -418,12 +418,12 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
             continue
         for ex in (reference, executor):
             restarts_before.setdefault(ex.spec, ex.restarts)
-        if item.kind == "timeout" and (executor.timeout_s or 0) * TIMEOUT_PROBES > share:
+        if item.kind == FindingKind.TIMEOUT and (executor.timeout_s or 0) * TIMEOUT_PROBES > share:
             skipped[item.index] = SKIP_TIMEOUT_COST
             continue
         session = item.record.get("session")
         sample = load_record_input(item.record, out)
-        if item.kind == "ids" and session and executor.capabilities.sessions:
+        if item.kind == FindingKind.IDS and session and executor.capabilities.sessions:
             # a stateful engine's session finding: shrink the (prefix, append) pair
             block, why = minimized_session_fields(session, sample, reference, executor, share), SKIP_NOT_REPRODUCED
         else:  # bounded by calls; the remaining budget only stops a shrink that would run past it
@@ -484,7 +484,7 @@ def _known_threshold(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out
     + CUT_NEAR_END characters: the same chunk size met a few characters on, or a character probed at
     the cut) and its first L - 1 characters agree: the same threshold, without minimising again.
     One encode of each engine instead of a minimisation of a long input per finding."""
-    if item.kind != "ids" or item.record.get("history") or item.record.get("session"):
+    if item.kind != FindingKind.IDS or item.record.get("history") or item.record.get("session"):
         return None
     candidates = [(it, b) for it, b in found if (it.engine, it.reference, it.kind) ==
                   (item.engine, item.reference, item.kind) and not b.get("history") and len(b["input"]) == 1
@@ -510,7 +510,7 @@ def _known_history(item: _Item, found: list[tuple[_Item, dict[str, Any]]], out: 
     """The block of a history cause already minimised for ``item``'s engine when its poison (the
     calls before its victim) makes ``item``'s input fail on a fresh engine too: the same state
     bug, without minimising ``item``'s own history again (one fresh replay instead of hundreds)."""
-    if item.kind != "ids" or not item.record.get("history") or item.record.get("session"):
+    if item.kind != FindingKind.IDS or not item.record.get("history") or item.record.get("session"):
         return None
     known = [(it, b) for it, b in found if (it.engine, it.reference, it.kind) == (item.engine, item.reference, item.kind)
              and b.get("history")]

@@ -35,7 +35,7 @@ from verify.executors.base import ExecutorBase
 from verify.executors.lifeline import Lifeline, kill_tree
 from verify.executors.pool import EngineOptions, EnginePool
 from verify.executors.threads import unpin_threads
-from verify.outcome import Failure, Outcome
+from verify.outcome import Failure, FindingKind, Outcome
 from verify.sample import Sample
 
 CPU = "cpu"
@@ -127,7 +127,7 @@ class DeviceExecutor(ExecutorBase):
 
     def _failures(self, status: str, why: str, count: int) -> list[Outcome]:
         kind = "timeout" if status == "timeout" else "crash"
-        return [Failure(kind, "DeviceWorkerDied" if kind == "crash" else "Timeout", why)] * count
+        return [Failure(kind, "DeviceWorkerDied" if kind == FindingKind.CRASH else "Timeout", why)] * count
 
     def _submit(self, samples: list[Sample]) -> None:
         self._pending = len(samples)

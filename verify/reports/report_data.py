@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.errors import UsageError
+from verify.outcome import FindingKind
 from verify.reports.visible import visible
 
 from verify.reports.views import (CLUSTER_CONTEXT_CHARS, CONTEXT_CHARS, MISSING, ORIGINAL_CHARS,  # noqa: F401
@@ -37,16 +38,16 @@ RUN_FILES = ("manifest.json", "summary.md", "divergences.jsonl", "triage.jsonl",
 
 def finding_class(kind: str, sig: dict[str, Any] | None) -> str:
     sig = sig or {}
-    if kind == "ids":
+    if kind == FindingKind.IDS:
         return f"ids {sig['transition']}" if sig.get("located") else "ids unlocated"
-    if kind == "bad-input":
+    if kind == FindingKind.BAD_INPUT:
         return "bad-input"
     return f"{kind} {sig.get('error_type') or ''}".strip()
 
 
 def finding_script(kind: str, sig: dict[str, Any] | None) -> str:
     scripts = (sig or {}).get("script") or []
-    if kind != "ids" or not scripts:
+    if kind != FindingKind.IDS or not scripts:
         return f"({kind})"
     before, at = (list(scripts) + ["-", "-"])[:2]
     return at if at != "-" else before

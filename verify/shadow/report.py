@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.classify import Cluster
+from verify.outcome import FindingKind
 from verify.shadow.schema import parse_timestamp
 from verify import atomic
 from verify.reports.md_templates import render
@@ -36,9 +37,9 @@ def suspects(c: Cluster, facts, replayed: bool = False) -> list[str]:
     engine was given for this cluster's tokenizer (its reproducer then says why it did not stand in)."""
     sig = c.signature
     out = list(c.tags)
-    if c.kind == "bad-input":
+    if c.kind == FindingKind.BAD_INPUT:
         return out + ["the producer wrote records that break verify.shadow/1"]
-    if c.kind != "ids":
+    if c.kind != FindingKind.IDS:
         return out + [f"the reference failed ({sig.get('error_type')})"]
     if sig.get("located"):
         out.append(f"boundary {sig['transition']} ({'+'.join(sig['category'])}, {'+'.join(sig['script'])})")

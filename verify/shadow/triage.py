@@ -49,6 +49,7 @@ from verify.causes import Cause, Probe, explain
 from verify.classify import Cluster, TagRule, signature_key, tags_for
 from verify.errors import UsageError
 from verify.executors.pool import EnginePool
+from verify.outcome import FindingKind
 from verify.reproduce import reproduce
 from verify.sample import Sample
 from verify.shadow.redact import redact_minimized
@@ -360,7 +361,7 @@ class ShadowTriage:
             st = by_cluster[id(c)]
             if st.cause is not None:
                 return st.cause
-            if c.kind == "bad-input":  # the producer's records break the schema: the reason is the cause
+            if c.kind == FindingKind.BAD_INPUT:  # the producer's records break the schema: the reason is the cause
                 return Cause("bad-input", c.key, "records that break verify.shadow/1")
             input_key = (st.smallest[2].get("input_key") or "") if st.smallest else ""
             return explain(c.kind, c.signature.get("error_type"), None, Probe(), symptom=c.key,

@@ -64,7 +64,7 @@ from verify.adversarial.stress.calls import CachedTokenBytes, CallWatch
 from verify.comparison import Side, compare_batch
 from verify.counts import Counts
 from verify.findings import Finding, describe_divergence
-from verify.outcome import agree, is_ids
+from verify.outcome import FindingKind, agree, is_ids
 from verify.batches import encode_all
 from verify.sample import Sample
 
@@ -147,10 +147,10 @@ class StressPhase:
               twin_of: Callable[[Finding], Sample]) -> None:
         """Mark stress-only findings, count every finding, write the first of each new cluster."""
         for finding in findings:  # one at a time: the first of a cluster is written, the rest are masked
-            if only.startswith("cut-") and finding.kind == "ids":
+            if only.startswith("cut-") and finding.kind == FindingKind.IDS:
                 finding = self._by_cause(finding, executors, int(only[4:]))
             key = self._key(finding)
-            if finding.kind == "ids" and not finding.fields["stress"].get("only") and \
+            if finding.kind == FindingKind.IDS and not finding.fields["stress"].get("only") and \
                     not only.startswith("cut-") and not self.book.known(finding, key) and \
                     self._needs_shape(finding, key, executors, only, twin_of):
                 finding.fields["stress"]["only"] = only
@@ -194,7 +194,7 @@ class StressPhase:
     def _key(self, finding: Finding) -> str:
         """The ordinary cluster key; for ids findings of short samples, computed once per (offset, text):
         a 100,000-sample batch repeats its 16,384 texts."""
-        if finding.kind != "ids" or len(finding.sample.text) > FOLD_MAX_CHARS:
+        if finding.kind != FindingKind.IDS or len(finding.sample.text) > FOLD_MAX_CHARS:
             return self.book.key(finding)
         ident = (finding.fields.get("char_offset"), finding.sample.text)
         key = self._keys.get(ident)
