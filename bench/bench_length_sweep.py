@@ -59,7 +59,7 @@ def observable(fault: str, n: int) -> bool:
                for f in families_for("tiktoken:cl100k_base") if f.name in RECALL_FAMILIES)
 
 
-def minimised_exactly(out: Path, n: int) -> bool:
+def minimized_exactly(out: Path, n: int) -> bool:
     from verify.run_length import to_runs
 
     findings = {json.loads(line)["finding_key"]: json.loads(line)
@@ -76,7 +76,7 @@ def minimised_exactly(out: Path, n: int) -> bool:
 
 def recall(trials: int, max_chars: int) -> None:
     rng = random.Random(0)
-    found = minimised = planted = blind = 0
+    found = minimized = planted = blind = 0
     print("| fault | N | found N+1 | minimised to a run of N+1 | seconds |")
     print("|---|---|---|---|---|")
     for fault in ("chunked", "tie_rule", "whitespace_cut", "dropped_token"):
@@ -96,13 +96,13 @@ def recall(trials: int, max_chars: int) -> None:
                 seconds = time.perf_counter() - started
                 (doc,) = json.loads((out / "length.json").read_text())["candidates"].values()
                 hit = n + 1 in {t["length"] for t in doc["thresholds"]}
-                exact = hit and minimised_exactly(out, n)
+                exact = hit and minimized_exactly(out, n)
             planted += 1
             found += hit
-            minimised += exact
+            minimized += exact
             print(f"| {fault} | {n} | {'yes' if hit else 'NO'} | {'yes' if exact else 'NO'} | {seconds:.1f} |", flush=True)
     print(f"\nthresholds found: {found}/{planted} ({found / planted:.0%}); minimised to the exact length: "
-          f"{minimised}/{planted} ({minimised / planted:.0%}); {blind} draws no family could show, drawn again")
+          f"{minimized}/{planted} ({minimized / planted:.0%}); {blind} draws no family could show, drawn again")
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import numpy as np
 
 from verify.engines.fake import FakeEngine
 from verify.executors import LocalExecutor
-from verify.minimize import minimise
+from verify.minimize import minimize
 from verify.sample import Sample
 from verify.triage import still_fails
 
@@ -67,7 +67,7 @@ def main() -> None:
     rows = []
     for n in (int(s) for s in args.sizes.split(",")):
         sample = Sample.plain(f"doc{n}", document(n))
-        runs = [minimise(sample, predicate, budget_s=600) for _ in range(args.repeat)]
+        runs = [minimize(sample, predicate, budget_s=600) for _ in range(args.repeat)]
         assert all(r.reproduced and not r.stopped_on_budget for r in runs)
         rows.append((n, statistics.median(r.seconds for r in runs), runs[0].calls, runs[0].chars,
                      runs[0].sample.text))

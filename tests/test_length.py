@@ -43,7 +43,7 @@ def sweep(tmp_path, fault: str, n: int, families=FAMILIES, max_chars: int = 4_00
     return out, doc
 
 
-def minimised_runs(out, threshold: int) -> list:
+def minimized_runs(out, threshold: int) -> list:
     """The run-length form of the minimised reproducers of the first-divergent findings."""
     from verify.run_length import to_runs
 
@@ -92,7 +92,7 @@ def test_a_planted_length_fault_is_found_at_its_random_threshold(tmp_path, engin
     firsts = {t["length"] for t in doc["thresholds"]}
     assert n + 1 in firsts, (n, showing, doc["thresholds"])
     assert min(firsts) == n + 1  # nothing below the planted threshold
-    runs = minimised_runs(out, n + 1)
+    runs = minimized_runs(out, n + 1)
     assert runs, "the first-divergent finding was minimised"
     # minimised to exactly the threshold: a run of n + 1 characters, or (where only the separator
     # family shows the fault, e.g. a chunk size the letter run's token period divides) its text of

@@ -106,7 +106,7 @@ def triage(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "triage.jsonl").read_text().splitlines() if line.strip()]
 
 
-def minimised(out: Path) -> set[str]:
+def minimized(out: Path) -> set[str]:
     return {"".join(s[0] for s in t["minimized"]["input"]) for t in triage(out) if t.get("minimized")}
 
 
@@ -282,7 +282,7 @@ def test_the_chunk_cut_is_found_by_the_length_sweep_at_1022_and_minimised(rust, 
     report = json.loads((out / "length.json").read_text())
     (doc,) = report["candidates"].values()
     assert [t["length"] for t in doc["thresholds"]] == [1022]
-    found = minimised(out)
+    found = minimized(out)
     assert "a" * 1022 in found  # the family's threshold, a run of N+1
     assert {len(text) for text in found} == {1022}  # and the cut probes (a tab, a control at the cut): N+1 too
 
@@ -299,7 +299,7 @@ def test_the_batch_bug_is_found_by_the_batch_entry_point_and_minimised(rust, tmp
         (out / "clusters.json").read_text())["clusters"])
     # the batch call drops a trailing whitespace piece: each finding shrinks to its own whitespace
     # character, and all are one cluster, named by what the engine does to them
-    shrunk = minimised(out)
+    shrunk = minimized(out)
     assert shrunk and all(len(t) == 1 and t.isspace() for t in shrunk), shrunk
     (cluster,) = json.loads((out / "clusters.json").read_text())["clusters"]
     assert cluster["key"] == "ids/reproducer/space/drops"
@@ -328,7 +328,7 @@ def test_a_coverage_build_loads_native_counters_and_its_crash_is_replayed_and_mi
     assert proc.returncode == 1, proc.stderr + proc.stdout
     stats = atheris_stats(out / "atheris.log")
     assert stats["crashed"] and stats["loaded_modules"] >= 1 and stats["loaded_counters"] > 1000
-    assert minimised(out / "replay") == {"Zq#9"}
+    assert minimized(out / "replay") == {"Zq#9"}
 
 
 @pytest.mark.slow

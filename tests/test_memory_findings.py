@@ -105,7 +105,7 @@ def test_streamed_triage_writes_what_the_in_memory_triage_wrote(tmp_path, per_cl
                       (1, 60.0): {"not first in cluster": 16, "no input (bad record)": 1},
                       (1, 0.0): {"not first in cluster": 16, "no input (bad record)": 1, "budget": 4}}
     assert summary.skipped == expected_skips[(per_cluster, budget_s)]
-    assert sum(summary.skipped.values()) + summary.minimised == summary.records  # every finding said once
+    assert sum(summary.skipped.values()) + summary.minimized == summary.records  # every finding said once
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # the spill file is gone
 
 
@@ -143,10 +143,10 @@ def test_a_cluster_of_thousands_keeps_a_count_the_first_ids_and_only_its_smalles
     assert [(chars, index) for chars, index, _ in kept] == by_size[:3]  # the 3 smallest, ties by position
 
     summary = run_triage(tmp_path, pool=pool, budget_s=60, per_cluster=3, tags=[])
-    assert summary.minimised == 3 and summary.skipped == {SKIP_PER_CLUSTER: 2997}
-    minimised = [t["finding_key"] for t in read_findings(tmp_path / "triage.jsonl") if t["minimized"]]
+    assert summary.minimized == 3 and summary.skipped == {SKIP_PER_CLUSTER: 2997}
+    minimized = [t["finding_key"] for t in read_findings(tmp_path / "triage.jsonl") if t["minimized"]]
     keys = [r["finding_key"] for r in read_findings(tmp_path / "divergences.jsonl")]
-    assert minimised == [keys[index] for index in sorted(index for _, index in by_size[:3])]
+    assert minimized == [keys[index] for index in sorted(index for _, index in by_size[:3])]
     (listed,) = json.loads((tmp_path / "clusters.json").read_text())["clusters"]
     assert listed["count"] == 3000 and listed["sample_ids"] == [f"s{i:05d}" for i in range(MAX_SAMPLE_IDS)]
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from verify.executors import LocalExecutor
-from verify.minimize import char_rank, minimise, simpler_chars
+from verify.minimize import char_rank, minimize, simpler_chars
 from verify.sample import Sample
 from verify.triage import still_fails
 
@@ -34,7 +34,7 @@ def test_a_divergence_buried_in_a_megabyte_shrinks_to_a_few_characters():
     predicate = ids_predicate()
     assert predicate(sample)
     start = time.monotonic()
-    result = minimise(sample, predicate)
+    result = minimize(sample, predicate)
     assert time.monotonic() - start < 5
     assert result.reproduced and not result.stopped_on_budget
     assert result.chars <= 40
@@ -44,7 +44,7 @@ def test_a_divergence_buried_in_a_megabyte_shrinks_to_a_few_characters():
 
 def test_minimisation_is_deterministic():
     sample = Sample.plain("d", document(20_000, seed=3))
-    first, second = minimise(sample, ids_predicate()), minimise(sample, ids_predicate())
+    first, second = minimize(sample, ids_predicate()), minimize(sample, ids_predicate())
     assert first.sample == second.sample and first.calls == second.calls
 
 
@@ -56,17 +56,17 @@ def test_no_candidate_is_tested_twice():
         seen.append(key)
         return "xy" in s.text
 
-    minimise(Sample.plain("s", "aaxybbxycc" * 3), predicate)
+    minimize(Sample.plain("s", "aaxybbxycc" * 3), predicate)
     assert len(seen) == len(set(seen))
 
 
 def test_simplification_prefers_ascii():
-    letter = minimise(Sample.plain("l", "\u65e5\u672c\u8a9e!"), lambda s: any(c.isalpha() for c in s.text))
+    letter = minimize(Sample.plain("l", "\u65e5\u672c\u8a9e!"), lambda s: any(c.isalpha() for c in s.text))
     assert letter.sample.text == "a"
-    digit = minimise(Sample.plain("d", "\u0663\u0664"), lambda s: any(unicodedata.category(c) == "Nd" for c in s.text))
+    digit = minimize(Sample.plain("d", "\u0663\u0664"), lambda s: any(unicodedata.category(c) == "Nd" for c in s.text))
     assert digit.sample.text == "0"
     # when ASCII does not do, a smaller code point of the same category does
-    han = minimise(Sample.plain("h", "\u8a9e"), lambda s: any(unicodedata.category(c) == "Lo" and ord(c) > 0x3000
+    han = minimize(Sample.plain("h", "\u8a9e"), lambda s: any(unicodedata.category(c) == "Lo" and ord(c) > 0x3000
                                                           for c in s.text))
     (ch,) = han.sample.text
     assert unicodedata.category(ch) == "Lo" and 0x3000 < ord(ch) < 0x8A9E
@@ -86,10 +86,10 @@ def test_segments_are_dropped_and_merged():
     def predicate(s):
         return "BUG" in "".join(seg.text for seg in s.segments if not seg.allow_special)
 
-    result = minimise(sample, predicate)
+    result = minimize(sample, predicate)
     assert [(seg.text, seg.allow_special) for seg in result.sample.segments] == [("BUG", False)]
 
-    kept_special = minimise(sample, lambda s: any(seg.allow_special for seg in s.segments) and "BUG" in s.text)
+    kept_special = minimize(sample, lambda s: any(seg.allow_special for seg in s.segments) and "BUG" in s.text)
     assert [seg.allow_special for seg in kept_special.sample.segments] == [True, False]
     assert kept_special.chars == 3
 
@@ -104,7 +104,7 @@ def test_a_crash_kind_finding_minimises_with_a_kind_predicate():
                     for s in samples]
 
     predicate = still_fails("crash", None, Crashes(), "WorkerDied")
-    result = minimise(Sample.plain("c", "lots of text before BOOM and after " * 50), predicate)
+    result = minimize(Sample.plain("c", "lots of text before BOOM and after " * 50), predicate)
     assert result.sample.text == "BOOM"
     # a different kind of failure does not count
     errors = LocalExecutor(RaisesOn("BOOM"))
@@ -118,13 +118,13 @@ def test_predicate_exceptions_count_as_not_failing():
             raise RuntimeError("flaky")
         return "needle" in s.text
 
-    result = minimise(Sample.plain("p", "hay needle hay"), predicate)
+    result = minimize(Sample.plain("p", "hay needle hay"), predicate)
     assert result.sample.text == "needle"
 
 
 def test_budget_and_call_limits_stop_the_search():
     sample = Sample.plain("b", document(50_000))
-    limited = minimise(sample, ids_predicate(), max_calls=5)
+    limited = minimize(sample, ids_predicate(), max_calls=5)
     assert limited.calls == 5 and limited.stopped_on_budget and limited.reproduced
     assert limited.chars < 50_000 + len(PATTERN)  # still the best found so far
 
@@ -132,17 +132,17 @@ def test_budget_and_call_limits_stop_the_search():
         time.sleep(0.01)
         return PATTERN in s.text
 
-    timed = minimise(sample, slow, budget_s=0.1)
+    timed = minimize(sample, slow, budget_s=0.1)
     assert timed.stopped_on_budget and timed.seconds < 1
 
 
 def test_a_sample_that_does_not_fail_comes_back_unchanged():
     sample = Sample.plain("ok", "fine text")
-    result = minimise(sample, lambda s: False)
+    result = minimize(sample, lambda s: False)
     assert not result.reproduced and result.sample == sample and result.calls == 1
 
 
 @pytest.mark.parametrize("at", [0.0, 0.5, 0.999])
 def test_pattern_position_does_not_matter(at):
-    result = minimise(Sample.plain("p", document(100_000, at=at)), ids_predicate())
+    result = minimize(Sample.plain("p", document(100_000, at=at)), ids_predicate())
     assert result.sample.text == PATTERN

@@ -89,7 +89,7 @@ def test_records_are_signed_clustered_and_one_per_cluster_minimised(tmp_path):
     records = by_id(tmp_path)
     assert set(records) == {"a", "b", "c", "big", "err", "err2"}
     # four symptoms (space before, letter before, long input, an error), two causes: one per bug
-    assert summary.records == 6 and summary.symptoms == 4 and summary.minimised == 4
+    assert summary.records == 6 and summary.symptoms == 4 and summary.minimized == 4
     assert len(summary.clusters) == 2
 
     a, b = records["a"], records["b"]
@@ -138,7 +138,7 @@ def test_an_exhausted_budget_leaves_records_unminimised_and_says_why(tmp_path):
     pool = run_to(tmp_path, SAMPLES[:3])
     summary = run_triage(tmp_path, pool=pool, budget_s=1e-9, tags=[])
     records = by_id(tmp_path)
-    assert summary.minimised == 0
+    assert summary.minimized == 0
     assert records["a"]["minimized"] is None and records["a"]["minimized_skipped"] == "budget"
     assert records["c"]["minimized_skipped"] == "budget"
 

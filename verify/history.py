@@ -10,7 +10,7 @@ finding keeps the calls that led to it, in order, and is minimised as a sequence
                                when the call itself failed (a batch call that crashes)
     history.to_json() / History.from_json(doc)        the record's ``history`` block
     still_fails(history0, kind, ...) -> predicate      replays on a fresh engine each time
-    minimise_history(history, predicate, max_calls=..., budget_s=...) -> HistoryResult
+    minimize_history(history, predicate, max_calls=..., budget_s=...) -> HistoryResult
 
 Minimisation keeps the bug it started with: the predicate asks the victim to fail after the
 candidate history *and* (for an element victim) to pass alone on a fresh engine -- a
@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from verify.minimize import minimise
+from verify.minimize import minimize
 from verify.outcome import Failure, FindingKind, differ
 from verify.run_length import compact, from_runs, to_runs
 from verify.sample import Sample, Segment
@@ -304,7 +304,7 @@ class _Search:
                 if left <= 0 or budget <= 0:
                     self.stopped = True
                     raise _Stop
-                result = minimise(sample, lambda s: self.test(with_sample(s)), budget_s=budget, max_calls=left)
+                result = minimize(sample, lambda s: self.test(with_sample(s)), budget_s=budget, max_calls=left)
                 if result.reproduced and result.sample.segments != sample.segments:
                     self.current = with_sample(result.sample)
 
@@ -346,7 +346,7 @@ def shortest_suffix(history: History, fails: Callable[[History], bool]) -> Histo
     return None
 
 
-def minimise_history(history: History, predicate: Callable[[History], bool], *, max_calls: int = MAX_CALLS,
+def minimize_history(history: History, predicate: Callable[[History], bool], *, max_calls: int = MAX_CALLS,
                      budget_s: float = 120.0) -> HistoryResult:
     started = time.monotonic()
     search = _Search(history, predicate, max_calls, started + budget_s)

@@ -1,6 +1,6 @@
 """Shrink a failing sample to a small reproducer.
 
-    minimise(sample, still_fails, budget_s=30.0, max_calls=None) -> MinimiseResult
+    minimize(sample, still_fails, budget_s=30.0, max_calls=None) -> MinimizeResult
 
 ``still_fails(candidate) -> bool`` is the only thing the minimiser knows about
 the failure; an exception raised by it counts as "not failing". The result is
@@ -54,7 +54,7 @@ RUN_CHARS = 256  # a text of runs longer than this (after the run pass) gets onl
 
 
 @dataclass(frozen=True)
-class MinimiseResult:
+class MinimizeResult:
     sample: Sample
     calls: int  # predicate calls actually made (cache hits not counted)
     seconds: float
@@ -115,8 +115,8 @@ class _Oracle:
         return result
 
 
-def minimise(sample: Sample, still_fails: Callable[[Sample], bool], *, budget_s: float = 30.0,
-             max_calls: int | None = None) -> MinimiseResult:
+def minimize(sample: Sample, still_fails: Callable[[Sample], bool], *, budget_s: float = 30.0,
+             max_calls: int | None = None) -> MinimizeResult:
     start = time.monotonic()
     oracle = _Oracle(sample.id, still_fails, start + budget_s, max_calls)
     current: Segs = tuple((s.text, s.allow_special) for s in sample.segments)
@@ -132,7 +132,7 @@ def minimise(sample: Sample, still_fails: Callable[[Sample], bool], *, budget_s:
                 current = shrinker.current
     except _Stop:
         pass
-    return MinimiseResult(
+    return MinimizeResult(
         sample=Sample(sample.id, tuple(Segment(t, a) for t, a in current)),
         calls=oracle.calls, seconds=time.monotonic() - start, stopped_on_budget=oracle.stopped,
         reproduced=reproduced, initial_chars=initial_chars)

@@ -25,8 +25,8 @@ import unicodedata
 from typing import Any, Callable
 
 from verify.findings import describe_divergence, input_runs
-from verify.history import History, fails_like, minimise_history, still_fails as history_still_fails, victim_result
-from verify.minimize import MinimiseResult, minimise
+from verify.history import History, fails_like, minimize_history, still_fails as history_still_fails, victim_result
+from verify.minimize import MinimizeResult, minimize
 from verify.outcome import Failure, FindingKind, differ, is_ids
 from verify.sample import Sample
 
@@ -124,7 +124,7 @@ def fresh_fails(kind: str, reference, replayer, error_type: str | None = None) -
     return fails
 
 
-def minimized_fields(kind: str, reference, executor, result: MinimiseResult) -> dict[str, Any] | None:
+def minimized_fields(kind: str, reference, executor, result: MinimizeResult) -> dict[str, Any] | None:
     """The ``minimized`` block: the smaller input and, for ``ids``, where it now diverges.
     ``None`` when a final replay no longer fails (a flaky engine): such an input is no reproducer."""
     sample = result.sample
@@ -166,7 +166,7 @@ def reproduce(record: dict[str, Any], sample: Sample, reference, executor, budge
         against_self = record.get("engine") == record.get("reference")
         return _reproduce_history(kind, error_type, history, None if against_self else reference, executor, budget_s)
     signature = _signature_of(kind, reference, executor, sample)
-    result = minimise(sample, still_fails(kind, reference, executor, error_type, signature), budget_s=budget_s,
+    result = minimize(sample, still_fails(kind, reference, executor, error_type, signature), budget_s=budget_s,
                       max_calls=MAX_CALLS)
     if not result.reproduced:
         return None, SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
@@ -174,7 +174,7 @@ def reproduce(record: dict[str, Any], sample: Sample, reference, executor, budge
     if replayer is not None and not fresh_fails(kind, reference, replayer, error_type)(result.sample):
         # the reproducer needs what earlier steps left in the triage engine: shrink again, every step fresh
         fresh = fresh_fails(kind, reference, replayer, error_type)
-        result = minimise(sample, fresh, budget_s=budget_s, max_calls=MAX_CALLS // 4)
+        result = minimize(sample, fresh, budget_s=budget_s, max_calls=MAX_CALLS // 4)
         if not result.reproduced:
             return None, SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
     block = minimized_fields(kind, reference, executor, result)
@@ -207,7 +207,7 @@ def _reproduce_history(kind: str, error_type: str | None, history: History, refe
         predicate = _call_fails(replayer)
     else:
         predicate = history_still_fails(kind, error_type if kind == FindingKind.ERROR else None, replayer, expected_of)
-    result = minimise_history(history, predicate, budget_s=budget_s)
+    result = minimize_history(history, predicate, budget_s=budget_s)
     if not result.reproduced:
         return None, SKIP_BUDGET if result.stopped_on_budget else SKIP_NOT_REPRODUCED
     final = result.history

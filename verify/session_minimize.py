@@ -5,7 +5,7 @@ reference's from-scratch encode of the transcript. Its record carries the whole
 transcript (the finding's input) and how many characters each turn appended
 (``session.turn_chars``), so the turns can be rebuilt without the trace file.
 
-    minimise_session(turns, still_fails, budget_s) -> SessionMinimiseResult
+    minimize_session(turns, still_fails, budget_s) -> SessionMinimizeResult
 
 ``still_fails(turns) -> bool`` replays ``turns`` (a list of segment tuples, one per
 turn) on a fresh session and says whether the last turn still diverges. The search:
@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from verify.session_trace import coalesce
-from verify.minimize import minimise
+from verify.minimize import minimize
 from verify.sample import Sample, Segment
 
 Turns = list[tuple[Segment, ...]]
 
 
 @dataclass(frozen=True)
-class SessionMinimiseResult:
+class SessionMinimizeResult:
     turns: Turns  # the smallest failing session found: usually [prefix, append]
     calls: int
     seconds: float
@@ -88,8 +88,8 @@ def turns_from_record(segments: Sequence[Segment], turn_chars: Sequence[int]) ->
     return turns
 
 
-def minimise_session(turns: Turns, still_fails: Callable[[Turns], bool], *, budget_s: float = 30.0,
-                     max_calls: int | None = None) -> SessionMinimiseResult:
+def minimize_session(turns: Turns, still_fails: Callable[[Turns], bool], *, budget_s: float = 30.0,
+                     max_calls: int | None = None) -> SessionMinimizeResult:
     started = time.monotonic()
     calls = 0
     seen: dict[tuple, bool] = {}
@@ -113,7 +113,7 @@ def minimise_session(turns: Turns, still_fails: Callable[[Turns], bool], *, budg
     initial_chars = sum(len(s.text) for t in turns for s in t)
     turns = [tuple(t) for t in turns if t] or [()]
     if not fails(turns):
-        return SessionMinimiseResult(turns, calls, time.monotonic() - started, out_of_budget(), False, initial_chars)
+        return SessionMinimizeResult(turns, calls, time.monotonic() - started, out_of_budget(), False, initial_chars)
 
     best = _fewer_turns(turns, fails)
     while not out_of_budget():
@@ -125,7 +125,7 @@ def minimise_session(turns: Turns, still_fails: Callable[[Turns], bool], *, budg
             position += 1 if len(best) == length else 0
         if sum(len(s.text) for t in best for s in t) >= before:
             break
-    return SessionMinimiseResult(best, calls, time.monotonic() - started, out_of_budget(), True, initial_chars)
+    return SessionMinimizeResult(best, calls, time.monotonic() - started, out_of_budget(), True, initial_chars)
 
 
 def _fewer_turns(turns: Turns, fails) -> Turns:
@@ -149,7 +149,7 @@ def _shrink_turn(turns: Turns, position: int, fails, budget_s: float) -> Turns:
     def with_turn(sample: Sample) -> Turns:
         return turns[:position] + [tuple(sample.segments)] + turns[position + 1:]
 
-    result = minimise(Sample("turn", tuple(turns[position])), lambda s: fails(with_turn(s)), budget_s=budget_s)
+    result = minimize(Sample("turn", tuple(turns[position])), lambda s: fails(with_turn(s)), budget_s=budget_s)
     if not result.reproduced:
         return turns
     shrunk = with_turn(result.sample)
@@ -204,7 +204,7 @@ def minimized_session_fields(session: dict, sample: Sample, reference, executor,
     from verify.outcome import differ
 
     turns = turns_from_record(sample.segments, session.get("turn_chars") or [len(sample.text)])
-    result = minimise_session(turns, replay_fails(reference, executor), budget_s=budget_s)
+    result = minimize_session(turns, replay_fails(reference, executor), budget_s=budget_s)
     if not result.reproduced:
         return None
     final = result.transcript()

@@ -132,7 +132,7 @@ class TriageSummary:
     clusters: list = field(default_factory=list)  # CauseCluster (shadow triage: its own)
     symptoms: int = 0
     records: int = 0
-    minimised: int = 0
+    minimized: int = 0
     seconds: float = 0.0
     budget_s: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> findings
@@ -144,7 +144,7 @@ class TriageSummary:
     def as_info(self) -> dict[str, Any]:
         return {"schema": TRIAGE_SCHEMA, "records": self.records, "clusters": len(self.clusters),
                 "symptoms": self.symptoms, "causes": len({(c.engine, c.key) for c in self.clusters}),
-                "minimised": self.minimised,
+                "minimised": self.minimized,
                 "seconds": round(self.seconds, 3), "budget_s": self.budget_s, "skipped": self.skipped,
                 "worker_restarts": self.worker_restarts, "clusters_file": "clusters.json",
                 "triage_file": "triage.jsonl"}
@@ -318,7 +318,7 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
         own_pool = pool is None
         pool = pool or EnginePool(engine or EngineOptions())
         try:
-            minimized, skipped = _minimise(out, pool, summary, _choose(first), budget_s, started)
+            minimized, skipped = _minimize(out, pool, summary, _choose(first), budget_s, started)
             summary.clusters, of = join_by_cause(symptoms, _Explainer(pool, first), rules)
             pause("triage")  # fault tests: killed here, its engines run and only the spill is written
         finally:
@@ -391,7 +391,7 @@ def _choose(first: _Pass1) -> tuple[list[_Item], dict[int, str], list[_Item]]:
     return items, skipped, selves
 
 
-def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
+def _minimize(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, dict[str, Any]], dict[int, str]]:
     """Minimise the chosen members within the budget; their blocks, and why the others were not."""
     items, skipped, selves = chosen
     minimized: dict[int, dict[str, Any]] = {}
@@ -447,7 +447,7 @@ def _minimise(out, pool, summary, chosen, budget_s, started) -> tuple[dict[int, 
                 item.cluster.example = minimized[item.index]
                 # one bug: explained against the reference, and joined with the finding's cluster
                 item.cluster.reference = other.reference
-    summary.minimised = len(minimized)
+    summary.minimized = len(minimized)
     summary.worker_restarts = {spec: pool.executors[spec].restarts - before for spec, before in restarts_before.items()
                                if spec in pool.executors and pool.executors[spec].restarts != before}
     return minimized, skipped

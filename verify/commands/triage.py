@@ -50,6 +50,6 @@ def run(args) -> int:
     summary = run_triage(out, engine=options, budget_s=args.minimize_budget, per_cluster=args.per_cluster)
     if hunt is not None:
         render_reports(out)
-    print(f"{summary.records} findings, {len(summary.clusters)} clusters, {summary.minimised} minimised "
+    print(f"{summary.records} findings, {len(summary.clusters)} clusters, {summary.minimized} minimised "
           f"-> {out / 'clusters.json'}, {out / 'triage.jsonl'}")
     return EXIT_OK

@@ -147,7 +147,7 @@ def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> 
         reproducer = f"(no input kept: {visible(str(c['note']), 160)})"
     else:
         reproducer = MISSING
-    minimised = c.get("minimized")
+    minimized = c.get("minimized")
     rule = c.get("allowlist") if isinstance(c.get("allowlist"), dict) else None
     checks = [str(n) for n in c.get("checks") or [] if isinstance(n, (str, int))]
     sizes = c.get("sizes") if isinstance(c.get("sizes"), dict) else {}
@@ -155,7 +155,7 @@ def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> 
             "accept": accept_row(c), "key": _text(c.get("key")), "engine": _text(c.get("engine")),
             "reference": _text(c.get("reference")),
             "status": status or _status(c.get("status")), "size": _int(c.get("size")) if _int(c.get("size")) is not None
-            else MISSING, "reproducer": reproducer, "minimised": minimised if isinstance(minimised, bool) else None,
+            else MISSING, "reproducer": reproducer, "minimised": minimized if isinstance(minimized, bool) else None,
             "difference": _difference(c.get("first_difference")), "checks": [visible(n, 60) for n in checks],
             "session": session_view(c.get("session")), "sample_id": _text(c.get("sample_id"), 80),
             "source": inside(out, c.get("source")), "input_link": inside(out, c.get("input_file")),

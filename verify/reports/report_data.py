@@ -221,17 +221,17 @@ def _cluster_rows(data: ReportData, first_member: dict[tuple, dict[str, Any]], m
     data.clusters_total = len(clusters)
     for c in sorted(clusters, key=lambda c: (-c.get("count", 0), str(c.get("engine")), str(c.get("key"))))[:max_clusters]:
         member = first_member.get((c.get("engine"), c.get("reference"), c.get("key")), {})
-        minimised = c.get("example_minimized")
+        minimized = c.get("example_minimized")
         data.clusters.append({
             "key": c.get("key") or MISSING, "engine": c.get("engine") or MISSING, "kind": c.get("kind", "ids"),
             "count": c.get("count", 0), "tags": list(c.get("tags") or []),
             "links": [u for u in (safe_link(x) for x in c.get("links") or []) if u],
-            "minimised": minimised is not None,
-            "reproducer": shown_input(minimised["input"], REPRODUCER_CHARS) if minimised else member.get("input") or "",
-            "session": session_view(minimised.get("session")) if minimised and minimised.get("session")
+            "minimised": minimized is not None,
+            "reproducer": shown_input(minimized["input"], REPRODUCER_CHARS) if minimized else member.get("input") or "",
+            "session": session_view(minimized.get("session")) if minimized and minimized.get("session")
             else session_view(member.get("session")),
-            "difference": first_difference(minimised or member.get("record")),
-            "context": None if minimised else member.get("context"),  # where the original input first differs
+            "difference": first_difference(minimized or member.get("record")),
+            "context": None if minimized else member.get("context"),  # where the original input first differs
             "sample_ids": [visible(str(s), 80) for s in (c.get("sample_ids") or [])[:3]]})
 
 

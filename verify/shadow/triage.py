@@ -237,14 +237,14 @@ class ShadowTriage:
         started = time.monotonic()
         pool = EnginePool(engine)  # engines start only for what is minimised and explained
         try:
-            self._minimise(out, plan, pool)
+            self._minimize(out, plan, pool)
         finally:
             pool.close()
         self._join()
         for st in self.states.values():
             self._settle(st)
         summary = TriageSummary(clusters=[st.cluster for st in self.states.values()], records=records,
-                                minimised=len(self.minimized), seconds=time.monotonic() - started,
+                                minimized=len(self.minimized), seconds=time.monotonic() - started,
                                 budget_s=self.budget_s)
         outcome = self._write(out, store, markers, summary)
         atomic.write_json(out / "clusters.json", {"schema": CLUSTERS_SCHEMA, "clusters": [
@@ -307,7 +307,7 @@ class ShadowTriage:
         return {**doc, "input": record.get("input"), "input_file": record.get("input_file")}
 
     # --- minimising, against the replay engines, within one budget -------------------------------
-    def _minimise(self, out: Path, plan, pool: EnginePool) -> None:
+    def _minimize(self, out: Path, plan, pool: EnginePool) -> None:
         """Minimise each symptom cluster's candidates against its replay engine, within the budget,
         and explain the first minimised reproducer of each (before any redaction)."""
         work = sorted((st for st in self.states.values() if st.candidates),

@@ -231,11 +231,11 @@ def cause_of(finding: Finding, reference, executor) -> tuple[str, list] | None:
     if finding.kind not in ("ids", "error"):
         return None
     from verify.classify import cause_key
-    from verify.minimize import minimise
+    from verify.minimize import minimize
     from verify.triage import still_fails
 
     error_type = (finding.fields.get("error") or {}).get("type")
-    result = minimise(finding.sample, still_fails(finding.kind, reference, executor, error_type),
+    result = minimize(finding.sample, still_fails(finding.kind, reference, executor, error_type),
                       budget_s=MINIMISE_S, max_calls=MINIMISE_CALLS)
     if not result.reproduced:
         return None
