@@ -40,10 +40,10 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.fresh_check import FreshCheck
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import CERTIFICATE_FILE, RunFolder
 from verify.rundir.result import ShardResult
 from verify.sample import Sample
 
-CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_SCHEMA = "verify.certificate/1"
 SHARD_KIND = "certify"
 SOURCE = "certify"
@@ -208,7 +208,7 @@ class CertifyHunt(Hunt):
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         doc = certificate(out, plan, store, markers)
-        atomic.write_json(out / CERTIFICATE_FILE, doc)
+        atomic.write_json(RunFolder(out).certificate, doc)
         return {"certify": {"verdict": doc["verdict"], "k": doc["k"], "atoms": doc["alphabet"]["atoms"],
                             "strings": doc["strings"]["total"], "compared": doc["strings"]["compared"],
                             "counterexamples": len(doc["counterexamples"])},
@@ -252,7 +252,7 @@ def certificate(out: Path, plan, store, markers) -> dict[str, Any]:
     totals = store.totals(markers)
     complete = len(markers) == len(plan.shards)
     counterexamples = []
-    path = out / "divergences.jsonl"
+    path = RunFolder(out).findings
     if path.is_file():
         for line in path.read_bytes().splitlines():
             record = json.loads(line)
