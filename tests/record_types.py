@@ -4,7 +4,6 @@ validates the file's own JSON text strictly (no coercion: a count written as "3"
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from pydantic import TypeAdapter
 from verify.adversarial.certify.hunt import Certificate
 from verify.findings import DivergenceRecord
 from verify.gate.verdict import GateRecord
+from verify.rundir.layout import RunFolder
 from verify.rundir.manifest import Manifest
 from verify.triage import ClustersFile, TriageLine
 
@@ -41,24 +41,20 @@ def lines_conform(path: Path, schema: type) -> int:
 def run_folder_conforms(out: Path) -> None:
     """The committed files of a run folder that are there, each against its schema; a findings
     record's ``schema`` is the manifest's ``divergence_schema``."""
-    out = Path(out)
-    if (out / "divergences.jsonl").is_file():
-        lines_conform(out / "divergences.jsonl", DivergenceRecord)
-    if (out / "triage.jsonl").is_file():
-        lines_conform(out / "triage.jsonl", TriageLine)
-    if (out / "clusters.json").is_file():
-        conforms((out / "clusters.json").read_bytes(), ClustersFile)
-    if (out / "manifest.json").is_file():
-        manifest = conforms((out / "manifest.json").read_bytes(), Manifest)
+    out, folder = Path(out), RunFolder(out)
+    if folder.findings.is_file():
+        lines_conform(folder.findings, DivergenceRecord)
+    if folder.triage.is_file():
+        lines_conform(folder.triage, TriageLine)
+    if folder.clusters.is_file():
+        conforms(folder.clusters.read_bytes(), ClustersFile)
+    if folder.manifest.is_file():
+        manifest = conforms(folder.manifest.read_bytes(), Manifest)
         assert manifest["schema"] == "verify.manifest/3"
-    if (out / "certificate.json").is_file():
-        conforms((out / "certificate.json").read_bytes(), Certificate)
+    if folder.certificate.is_file():
+        conforms(folder.certificate.read_bytes(), Certificate)
     if (out / "gate.json").is_file():
         doc = conforms((out / "gate.json").read_bytes(), GateRecord)
         for check in doc["checks"]:
             if (out / check["out"]).is_dir():
                 run_folder_conforms(out / check["out"])
-
-
-def load(path: Path) -> Any:
-    return json.loads(Path(path).read_text(encoding="utf-8"))

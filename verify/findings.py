@@ -263,7 +263,7 @@ class FindingWriter:
     """Streams findings to ``OUT/divergences.jsonl`` as they are found (commands that
     are not sharded: fuzz, check, unicode). ``verify run`` commits per shard instead."""
 
-    def __init__(self, out_dir: Path, name: str = "divergences.jsonl"):
+    def __init__(self, out_dir: Path, name: str = "divergences.jsonl"):  # = verify.rundir.layout.FINDINGS_FILE
         self.out_dir = Path(out_dir)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.out_dir / name

@@ -76,6 +76,7 @@ from verify.findings import DivergenceRecord, read_findings
 from verify.history import History, fails_like, victim_result
 from verify.outcome import FindingKind, agree, is_ids
 from verify.reproduce import SKIP_BUDGET, SKIP_NOT_REPRODUCED, minimized_fields, reproduce, still_fails
+from verify.rundir.layout import CLUSTERS_FILE, TRIAGE_FILE, RunFolder
 from verify.sample import Sample
 from verify.session_minimize import minimized_session_fields
 from verify import atomic
@@ -146,8 +147,8 @@ class TriageSummary:
                 "symptoms": self.symptoms, "causes": len({(c.engine, c.key) for c in self.clusters}),
                 "minimised": self.minimized,
                 "seconds": round(self.seconds, 3), "budget_s": self.budget_s, "skipped": self.skipped,
-                "worker_restarts": self.worker_restarts, "clusters_file": "clusters.json",
-                "triage_file": "triage.jsonl"}
+                "worker_restarts": self.worker_restarts, "clusters_file": CLUSTERS_FILE,
+                "triage_file": TRIAGE_FILE}
 
 
 # --- reading committed findings and inputs --------------------------------------------
@@ -155,16 +156,16 @@ class TriageSummary:
 def committed_records(out: Path) -> Iterator[DivergenceRecord]:
     """The committed findings of OUT: a run's committed shards in plan order (so an
     interrupted or resumed run can be triaged), else ``divergences.jsonl``."""
-    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.rundir.plan import load_plan
     from verify.rundir.store import ShardStore
 
     out = Path(out)
-    if (out / PLAN_FILE).is_file():
+    if RunFolder(out).plan.is_file():
         plan = load_plan(out)
         store = ShardStore(out)
         yield from store.records(store.committed([s.id for s in plan.shards]))
     else:
-        yield from read_findings(out / "divergences.jsonl")
+        yield from read_findings(RunFolder(out).findings)
 
 
 def load_record_input(record: dict[str, Any], out_dir: Path) -> Sample | None:
@@ -206,7 +207,7 @@ def joined_triage(out: Path) -> Iterator[tuple[DivergenceRecord, TriageLine | No
     files are read side by side: a line is joined to a finding only when their
     ``finding_key`` agree, and a finding committed after triage ran (a triaged run resumed
     with ``--minimize-budget 0``) simply has none. Memory does not grow with the findings."""
-    lines = read_findings(Path(out) / "triage.jsonl")
+    lines = read_findings(RunFolder(out).triage)
     pending = next(lines, None)
     for record in committed_records(out):
         if pending is not None and pending.get("finding_key") == record.get("finding_key"):
@@ -217,14 +218,14 @@ def joined_triage(out: Path) -> Iterator[tuple[DivergenceRecord, TriageLine | No
 
 
 def read_clusters(out: Path) -> list[ClusterRecord]:
-    path = Path(out) / "clusters.json"
+    path = RunFolder(out).clusters
     if not path.is_file():
         return []
     return json.loads(path.read_text(encoding="utf-8")).get("clusters", [])
 
 
 def read_triage_info(out: Path) -> dict[str, Any] | None:
-    path = Path(out) / "triage.json"
+    path = RunFolder(out).triage_summary
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
@@ -305,6 +306,7 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
     pool of its own with ``engine`` options), only for clusters that get minimised."""
     started = time.monotonic()
     out = Path(out)
+    folder = RunFolder(out)
     rules = tags if tags is not None else load_tags()
     summary = TriageSummary(budget_s=budget_s)
     _drop_dead_spills(out)
@@ -324,13 +326,13 @@ def run_triage(out: Path, *, engine: EngineOptions | None = None, budget_s: floa
         finally:
             if own_pool:
                 pool.close()
-        atomic.write_lines(out / "triage.jsonl", _triage_lines(spill, summary, symptoms, of, minimized, skipped))
+        atomic.write_lines(folder.triage, _triage_lines(spill, summary, symptoms, of, minimized, skipped))
     finally:
         spill.unlink(missing_ok=True)
-    atomic.write_text(out / "clusters.json", json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
-                                                    indent=2, ensure_ascii=False) + "\n")
+    atomic.write_text(folder.clusters, json.dumps({"schema": CLUSTERS_SCHEMA, "clusters": summary.cluster_dicts()},
+                                                  indent=2, ensure_ascii=False) + "\n")
     summary.seconds = time.monotonic() - started
-    atomic.write_text(out / "triage.json", json.dumps(summary.as_info(), indent=2) + "\n")
+    atomic.write_text(folder.triage_summary, json.dumps(summary.as_info(), indent=2) + "\n")
     return summary
 
 

@@ -22,21 +22,23 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.rundir.layout import FINDINGS_FILE, PLAN_FILE, RunFolder
+    from verify.rundir.plan import load_plan
     from verify.reports.render import render_reports
     from verify.triage import run_triage
 
     out = args.out
     if not out.is_dir():
         raise UsageError(f"{out}: not a directory")
-    if not (out / PLAN_FILE).is_file() and not (out / "divergences.jsonl").is_file():
-        raise UsageError(f"{out}: no committed findings here (no {PLAN_FILE} or divergences.jsonl)")
+    folder = RunFolder(out)
+    if not folder.plan.is_file() and not folder.findings.is_file():
+        raise UsageError(f"{out}: no committed findings here (no {PLAN_FILE} or {FINDINGS_FILE})")
     if args.minimize_budget < 0 or args.per_cluster < 1:
         raise UsageError("--minimize-budget must be 0 or positive, --per-cluster at least 1")
     options = engine_options(args)
-    if (out / PLAN_FILE).is_file() and args.timeout is None:  # the run's own hang timeout
+    if folder.plan.is_file() and args.timeout is None:  # the run's own hang timeout
         options = options.with_(timeout_s=load_plan(out).options.get("timeout_s", options.timeout_s))
-    hunt = load_plan(out).hunt if (out / PLAN_FILE).is_file() else None
+    hunt = load_plan(out).hunt if folder.plan.is_file() else None
     if hunt == "shadow":  # its clusters are judged against the known clusters and allowlist it was given
         from verify.shadow.hunt import saved_triage_inputs, triage_out
 

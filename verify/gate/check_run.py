@@ -25,8 +25,9 @@ from typing import Any
 from verify import atomic
 from verify.counts import STATES, Counts
 from verify.gate.suite_model import CheckSpec, Suite
+from verify.rundir.layout import GATE_CHECK_FILE, RunFolder
 
-RESULT_FILE = "gate-check.json"
+RESULT_FILE = GATE_CHECK_FILE  # the name verify.gate.checks re-exports
 RESULT_SCHEMA = "verify.gate-check/1"
 
 
@@ -71,7 +72,7 @@ class CheckRun:
 def manifest_of(out: Path) -> dict[str, Any]:
     from verify import jsonl
 
-    path = out / "manifest.json"
+    path = RunFolder(out).manifest
     return jsonl.load(path) if path.is_file() else {}
 
 
@@ -158,11 +159,11 @@ def fresh_folder(out: Path) -> None:
 
 def save_run(run: CheckRun, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    atomic.write_json(out / RESULT_FILE, run.to_json())
+    atomic.write_json(RunFolder(out).gate_check, run.to_json())
 
 
 def load_run(out: Path) -> CheckRun | None:
-    path = out / RESULT_FILE
+    path = RunFolder(out).gate_check
     if not path.is_file():
         return None
     try:  # a result changed since (not JSON, of the wrong shape) is not kept: the check runs again

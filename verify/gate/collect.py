@@ -34,6 +34,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from verify.rundir.layout import CLUSTERS_FILE, MANIFEST_FILE, RECHECK_FILE, UNICODE_FILE, RunFolder
+
 MAX_INLINE_CHARS = 65536
 LOCATED = ("token_index", "byte_offset", "char_offset", "expected", "actual")
 SESSION_FIELDS = ("id", "turn", "turns", "prefix_chars", "append", "update")
@@ -68,7 +70,7 @@ def triaged_clusters(out: Path, label: str, rel: str, engine=None, budget_s: flo
     out = Path(out)
     if not _has_findings(out):
         return []
-    if not (out / "clusters.json").is_file():
+    if not RunFolder(out).clusters.is_file():
         run_triage(out, engine=engine, budget_s=budget_s)
     listed = read_clusters(out)
     wanted = {(c["engine"], c["reference"], c["key"]) for c in listed if not c.get("example_minimized")}
@@ -83,7 +85,7 @@ def triaged_clusters(out: Path, label: str, rel: str, engine=None, budget_s: flo
     clusters = []
     for c in listed:
         item = _cluster(c["key"], c["engine"], c["reference"], c.get("kind", "ids"), int(c.get("count", 0)), label,
-                        f"{rel}/clusters.json", tags=list(c.get("tags") or []), cause=c.get("cause"),
+                        f"{rel}/{CLUSTERS_FILE}", tags=list(c.get("tags") or []), cause=c.get("cause"),
                         sample_id=(c.get("sample_ids") or [None])[0])
         block = c.get("example_minimized")
         if block:
@@ -111,7 +113,7 @@ def masked_fuzz_clusters(manifest: dict[str, Any], reference: str, label: str, r
     (counted, masked: no input kept, so no reproducer)."""
     rows = ((manifest or {}).get("fuzz") or {}).get("clusters") or []
     return [_cluster(r["cluster"], r["engine"], reference, r["cluster"].split("/", 1)[0], int(r.get("hits", 0)), label,
-                     f"{rel}/manifest.json", sample_id=r.get("sample_id"),
+                     f"{rel}/{MANIFEST_FILE}", sample_id=r.get("sample_id"),
                      note="masked while fuzzing (the allowlist accepted it): counted, not written")
             for r in rows if r.get("status") == "allowlist"]
 
@@ -121,7 +123,7 @@ def _cp(cp: int) -> str:
 
 
 def unicode_clusters(out: Path, label: str, rel: str) -> list[dict[str, Any]]:
-    path = Path(out) / "unicode.json"
+    path = RunFolder(out).unicode
     if not path.is_file():
         return []
     doc = json.loads(path.read_text(encoding="utf-8"))
@@ -131,7 +133,7 @@ def unicode_clusters(out: Path, label: str, rel: str) -> list[dict[str, Any]]:
         def add(key: str, ranges: list[list[int]], **extra) -> None:
             size = sum(b - a + 1 for a, b in ranges)
             first = ranges[0][0]
-            clusters.append(_cluster(key, candidate, reference, "unicode", size, label, f"{rel}/unicode.json",
+            clusters.append(_cluster(key, candidate, reference, "unicode", size, label, f"{rel}/{UNICODE_FILE}",
                                      reproducer=[[chr(first), False]] if not 0xD800 <= first <= 0xDFFF else None,
                                      first_difference={"code_point": _cp(first),
                                                        "ranges": [f"{_cp(a)}..{_cp(b)}" for a, b in ranges[:10]],
@@ -163,7 +165,7 @@ def recheck_clusters(out: Path, label: str, rel: str) -> list[dict[str, Any]]:
     than ok / skipped in recheck.json)."""
     from verify.adversarial.regressions.cases import load_case
 
-    path = Path(out) / "recheck.json"
+    path = RunFolder(out).recheck
     if not path.is_file():
         return []
     doc = json.loads(path.read_text(encoding="utf-8"))
@@ -175,7 +177,7 @@ def recheck_clusters(out: Path, label: str, rel: str) -> list[dict[str, Any]]:
             continue
         word = verdict.split(":", 1)[0].strip().lower().replace(" ", "-")
         item = _cluster(f"recheck/{word}/{r['id']}", r.get("engine"), r.get("reference"), "recheck", 1, label,
-                        f"{rel}/recheck.json", sample_id=r["id"], note=r.get("detail"))
+                        f"{rel}/{RECHECK_FILE}", sample_id=r["id"], note=r.get("detail"))
         case_file = folder / r.get("file", "")
         if case_file.is_file():
             case = load_case(case_file)

@@ -80,10 +80,10 @@ def _job(ctx: CheckContext, out: Path | None = None, minimize_budget_s: float = 
 
 def _pipeline(ctx: CheckContext, run: CheckRun, corpora: list[str], traces: list[str] | None = None) -> None:
     from verify.driver import RunOptions, run_job
-    from verify.rundir.plan import PLAN_FILE
+    from verify.rundir.layout import RunFolder
 
     suite, o, out = ctx.suite, ctx.spec.options, ctx.out
-    resume = (out / PLAN_FILE).is_file()
+    resume = RunFolder(out).plan.is_file()
     if not resume:
         fresh_folder(out)
     run_job(RunOptions(

@@ -35,7 +35,8 @@ from verify.gate.checks import CheckContext, CheckRun, load_run, run_check, save
 from verify.gate.deadline import Deadline
 from verify.gate.suite import Suite, load_suite
 from verify.gate.verdict import evaluate, load_baseline
-from verify.rundir.lock import LOCK_FILE, out_lock
+from verify.rundir.layout import LOCK_FILE
+from verify.rundir.lock import out_lock
 from verify.rundir.paths import folder_to_write
 from verify import atomic, jsonl
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verify.adversarial.certify.hunt import CERTIFICATE_FILE, CERTIFICATE_SCHEMA, PREMISES, CertifyHunt
+from verify.adversarial.certify.hunt import CERTIFICATE_SCHEMA, PREMISES, CertifyHunt
 from verify.counts import Counts
 from verify.driver import run_hunt
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 from verify.limits import MAX_GIVEN_JSON_BYTES
 from verify.pipeline.hunt import JobOptions
+from verify.rundir.layout import RunFolder
 
 IDENTITY_FIELDS = ("adapter", "package", "package_version", "vocab_sha256", "options", "fingerprint", "name",
                    "version", "files_digest", "environment")
@@ -39,7 +40,7 @@ def certify_job(reference: str | None, requested: list[str] | None, job: JobOpti
 
     hunt = CertifyHunt(reference, requested, job, k=k, reps=reps, budget_s=budget_s, premises=premises)
     result = run_hunt(hunt, job)
-    doc = json.loads((job.out / CERTIFICATE_FILE).read_text(encoding="utf-8"))
+    doc = json.loads(RunFolder(job.out).certificate.read_text(encoding="utf-8"))
     return CertifyResult(job.out, result.counts, doc, dict(load_plan(job.out).not_loaded), result.complete)
 
 
@@ -64,7 +65,7 @@ def read_premises(folders: list[Path], reference: str, candidates: list[str]) ->
     sweep``) as premises: their hunt, verdict and counts. A run of other engines is refused."""
     premises: dict[str, Any] = {}
     for folder in folders:
-        manifest = _given_json(Path(folder) / "manifest.json", "--premise", "run manifest")
+        manifest = _given_json(RunFolder(folder).manifest, "--premise", "run manifest")
         hunt = manifest.get("hunt")
         if hunt not in PREMISES:
             raise UsageError(f"--premise {folder}: a run of '{hunt}', not a premise sweep ({', '.join(PREMISES)})")
@@ -87,7 +88,7 @@ def _bounds(folder: Path, hunt: str) -> dict[str, Any]:
     """What a premise sweep covered, from its plan's options: the code points of a Unicode sweep,
     the tokens of a vocabulary sweep (None: all), the length bound of a length sweep."""
     try:
-        options = json.loads((folder / "plan.json").read_text(encoding="utf-8")).get("options") or {}
+        options = json.loads(RunFolder(folder).plan.read_text(encoding="utf-8")).get("options") or {}
     except (OSError, ValueError):
         return {}
     if hunt == "unicode":
@@ -118,7 +119,7 @@ def run_premises(reference: str, candidates: list[str], job: JobOptions, *, max_
     folders = []
     for name, sweep in sweeps.items():
         folder = job.out / PREMISES_FOLDER / name
-        sweep(replace(job, out=folder, resume=(folder / "plan.json").is_file(), argv=[]))
+        sweep(replace(job, out=folder, resume=RunFolder(folder).plan.is_file(), argv=[]))
         folders.append(folder)
     premises = read_premises(folders, reference, candidates)
     for name, premise in premises.items():

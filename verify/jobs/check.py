@@ -7,11 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.adversarial.checks.hunt import REPORT_FILE, CheckHunt
+from verify.adversarial.checks.hunt import CheckHunt
 from verify.adversarial.checks.metamorphic import CheckCounts
 from verify.counts import Counts
 from verify.driver import run_hunt
 from verify.pipeline.hunt import JobOptions
+from verify.rundir.layout import RunFolder
 
 
 @dataclass
@@ -45,5 +46,5 @@ def check_job(engine: str, job: JobOptions, *, corpora: list[str], text_field: s
                      batch_size=batch_size, checks=checks, roundtrip=roundtrip, stress_budget_s=stress_budget_s,
                      reference=reference, stress_phases=stress_phases)
     result = run_hunt(hunt, job)
-    report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
+    report = json.loads(RunFolder(job.out).check.read_text(encoding="utf-8"))
     return CheckResult(job.out, result.counts, report, result.complete)

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verify.adversarial.length.hunt import LENGTH_FILE, LengthHunt
+from verify.adversarial.length.hunt import LengthHunt
 from verify.counts import Counts
 from verify.driver import run_hunt
 from verify.pipeline.hunt import JobOptions
+from verify.rundir.layout import RunFolder
 
 
 @dataclass
@@ -29,5 +30,5 @@ def length_job(reference: str | None, requested: list[str] | None, job: JobOptio
     from verify.rundir.plan import load_plan
 
     result = run_hunt(LengthHunt(reference, requested, job, max_chars=max_chars, kinds=kinds, families=families), job)
-    report = json.loads((job.out / LENGTH_FILE).read_text(encoding="utf-8"))
+    report = json.loads(RunFolder(job.out).length.read_text(encoding="utf-8"))
     return LengthResult(job.out, result.counts, report, dict(load_plan(job.out).not_loaded), result.complete)

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from verify.adversarial.regressions.cases import RegressionCase
-from verify.adversarial.regressions.hunt import REPORT_FILE, RecheckHunt
+from verify.adversarial.regressions.hunt import RecheckHunt
 from verify.counts import Counts
 from verify.driver import run_hunt
 from verify.pipeline.hunt import JobOptions
+from verify.rundir.layout import RunFolder
 
 
 @dataclass
@@ -33,5 +34,5 @@ def recheck_job(cases: list[RegressionCase], job: JobOptions, *, allow_unavailab
     finding). ``allow_unavailable``: a case whose engine cannot start is reported, not counted."""
     hunt = RecheckHunt(cases, job, allow_unavailable=allow_unavailable, cases_dir=cases_dir)
     result = run_hunt(hunt, job, triage=None)
-    report = json.loads((job.out / REPORT_FILE).read_text(encoding="utf-8"))
+    report = json.loads(RunFolder(job.out).recheck.read_text(encoding="utf-8"))
     return RecheckResult(job.out, result.counts, report, result.complete)

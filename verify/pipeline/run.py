@@ -27,12 +27,12 @@ from verify.pipeline.hunt import Hunt, JobOptions
 from verify.rundir.attempts import append_attempt, read_attempts
 from verify.rundir.manifest import committed_manifest, run_manifest, write_hunt, write_manifest
 from verify.rundir.paths import folder_to_write
-from verify.rundir.plan import PLAN_FILE, RunPlan, check_same_engines, check_same_run, load_plan
+from verify.rundir.layout import RunFolder
+from verify.rundir.plan import RunPlan, check_same_engines, check_same_run, load_plan
 from verify.rundir.result import ShardResult
 from verify.rundir.status import ProgressScope, RunStatus, executor_label
 from verify.rundir.store import ShardStore
 
-FINDINGS_FILE = "divergences.jsonl"
 RAY_LOG = "ray.log"  # Ray's own messages (--executor ray), kept off the terminal
 MANIFEST_EVERY_S = 1.0
 
@@ -54,7 +54,8 @@ def prepare_out(out: Path, resume: bool) -> RunPlan | None:
     out = folder_to_write(out, "--out")
     if resume:
         return load_plan(out)
-    if out.is_dir() and any((out / name).exists() for name in (PLAN_FILE, "manifest.json", FINDINGS_FILE)):
+    folder = RunFolder(out)
+    if out.is_dir() and any(path.exists() for path in (folder.plan, folder.manifest, folder.findings)):
         raise UsageError(f"--out {out} already holds a run: continue it with --resume {out}, or choose another --out")
     return None
 
@@ -202,7 +203,7 @@ def finalise(out: Path, hunt: Hunt | None = None, plan: RunPlan | None = None) -
     plan = plan or load_plan(out)
     store = ShardStore(out)
     markers = store.committed([s.id for s in plan.shards])
-    store.merge(markers, out / FINDINGS_FILE, hunt.keep() if hunt is not None else None)
+    store.merge(markers, RunFolder(out).findings, hunt.keep() if hunt is not None else None)
     if hunt is not None:
         write_hunt(out, hunt.finish(out, plan, store, markers))
     manifest = committed_manifest(out, plan, store, markers)

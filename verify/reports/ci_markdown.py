@@ -28,6 +28,8 @@ from verify.reports.report_data import CLUSTER_CONTEXT_CHARS, ReportData, load_r
 from verify.reports.ci_gate import gate_sections
 from verify.reports.md_templates import section_lines
 from verify.reports.skips import manifest_skip_rows, sample_unit
+from verify.rundir.layout import CLUSTERS_FILE, FINDINGS_FILE, MANIFEST_FILE, REPORT_FILE
+from verify.rundir.layout import SUMMARY_FILE as RUN_SUMMARY_FILE
 
 TEMPLATE = "ci_summary.md.j2"
 SUMMARY_FILE = "ci-summary.md"
@@ -36,8 +38,8 @@ MAX_LINES = 400
 MAX_CHARS = 60_000  # under the limit with room for a workflow's own header
 TOP_CLUSTERS = 10
 MAX_ENGINES = 6
-RUN_FILES = ("report.html", "summary.md", "divergences.jsonl", "clusters.json", "manifest.json")
-GATE_FILES = ("report.html", "gate.json", "junit.xml")
+RUN_FILES = (REPORT_FILE, RUN_SUMMARY_FILE, FINDINGS_FILE, CLUSTERS_FILE, MANIFEST_FILE)
+GATE_FILES = (REPORT_FILE, "gate.json", "junit.xml")
 
 
 def _header(data: ReportData) -> list[str]:

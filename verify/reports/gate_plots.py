@@ -19,6 +19,7 @@ from typing import Any
 
 from verify.counts import STATES
 from verify.reports.plots import bar_chart, line_chart, stacked_bars
+from verify.rundir.layout import RunFolder
 
 CLUSTER_STATES = ("new", "unchanged", "expired", "allowlisted")
 
@@ -30,24 +31,22 @@ def cluster_class(key: str) -> str:
 
 def run_folders(check_dir: Path) -> list[Path]:
     """The run folders of one check: the folder itself, or its subfolders that hold a plan."""
-    from verify.rundir.plan import PLAN_FILE
-
-    if (check_dir / PLAN_FILE).is_file():
+    if RunFolder(check_dir).plan.is_file():
         return [check_dir]
     if not check_dir.is_dir():
         return []
-    return sorted(p for p in check_dir.iterdir() if (p / PLAN_FILE).is_file())
+    return sorted(p for p in check_dir.iterdir() if RunFolder(p).plan.is_file())
 
 
 def committed_over_time(folders: list[Path]) -> list[tuple[float, int]]:
     """(seconds since the first commit, samples committed so far) over the shard markers of ``folders``."""
     from verify.errors import VerifyError
     from verify.rundir.plan import load_plan
-    from verify.rundir.store import SHARDS_DIR, ShardStore
+    from verify.rundir.store import ShardStore
 
     timed = []
     for folder in folders:
-        if not (folder / SHARDS_DIR).is_dir():
+        if not RunFolder(folder).shards.is_dir():
             continue  # ShardStore would make it
         try:
             plan = load_plan(folder)

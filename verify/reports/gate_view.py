@@ -27,6 +27,7 @@ from verify.errors import UsageError
 from verify.reports.views import (MISSING, REPRODUCER_CHARS, THROUGHPUT_FLAG, difference_view, first_difference,
                                   safe_link, session_view, shown_input)
 from verify.reports.visible import visible
+from verify.rundir.layout import CLUSTERS_FILE, GATE_CHECK_FILE, MANIFEST_FILE, REPORT_FILE, SUMMARY_FILE
 
 GATE_FILE = "gate.json"
 FAILING_STATUS = ("new", "unchanged", "expired")
@@ -35,7 +36,7 @@ BASELINE_STATUS = ("fixed", "not_rechecked")
 FAILING_CHECK = ("fail", "error")
 COUNT_KEYS = ("samples", *STATES, "bad_records", "findings")
 GATE_FILES = ("gate.json", "junit.xml", "suite.json")
-CHECK_FILES = ("report.html", "summary.md", "manifest.json", "clusters.json", "gate-check.json")
+CHECK_FILES = (REPORT_FILE, SUMMARY_FILE, MANIFEST_FILE, CLUSTERS_FILE, GATE_CHECK_FILE)
 SECTION_TITLES = {"new": "New", "unchanged": "Unchanged (in the baseline too; still failing)",
                   "expired": "Expired (only an expired allowlist row accepts them)",
                   "allowlisted": "Allowlisted", "fixed": "Fixed since the baseline",
@@ -135,7 +136,7 @@ def inside(out: Path | None, rel: Any) -> str | None:
 
 def check_report_link(out: Path | None, check_out: Any) -> str | None:
     """``checks/NAME/report.html`` when a check's folder (relative, inside OUT) holds one."""
-    return inside(out, f"{check_out}/report.html") if isinstance(check_out, str) else None
+    return inside(out, f"{check_out}/{REPORT_FILE}") if isinstance(check_out, str) else None
 
 
 def _cluster(c: dict[str, Any], out: Path | None, status: str | None = None) -> dict[str, Any]:

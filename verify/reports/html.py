@@ -32,8 +32,7 @@ from verify.reports.report_data import ReportData, load_report
 from verify.reports.gate_view import section_title
 from verify.reports.views import THROUGHPUT_FLAG, UNMEASURED
 from verify.reports.visible import reveal_invisible, visible
-
-REPORT_FILE = "report.html"
+from verify.rundir.layout import FINDINGS_FILE, REPORT_FILE, RunFolder
 STATUS_CLASSES = ("pass", "fail", "error", "skipped", "new", "allowlisted", "unchanged", "expired", "matched", "stale",
                   "empty", "fixed", "not_rechecked", "unknown")
 MAX_GATE_ROWS = 200  # clusters listed per status on the gate page; the rest are counted
@@ -57,6 +56,7 @@ def environment():
     env.filters["separated"] = separated
     env.globals["status_class"] = lambda s: s if s in STATUS_CLASSES else "other"
     env.globals["section_title"] = section_title
+    env.globals["FINDINGS_FILE"] = FINDINGS_FILE
     return env
 
 
@@ -201,7 +201,7 @@ def render_html(data: ReportData) -> str:
 def write_html(out_dir: Path, data: ReportData | None = None) -> Path:
     """OUT/report.html from ``data`` (or from OUT's files when not given)."""
     out_dir = Path(out_dir)
-    path = out_dir / REPORT_FILE
+    path = RunFolder(out_dir).report
     tmp = path.with_name(f".{REPORT_FILE}.tmp")
     tmp.write_text(render_html(data or load_report(out_dir)), encoding="utf-8")
     tmp.replace(path)

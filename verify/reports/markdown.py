@@ -11,6 +11,7 @@ from verify.reports.md_templates import render
 from verify.reports.report_data import run_verdict
 from verify.reports.skips import manifest_skip_rows, replays_traces, sample_unit
 from verify.reports.views import UNMEASURED
+from verify.rundir.layout import RunFolder
 from verify.run_length import compact, describe
 
 MAX_LISTED = 50
@@ -113,7 +114,7 @@ def render_summary(manifest: dict[str, Any], findings: list[dict[str, Any]],
 
 def write_summary(out_dir: Path, manifest: dict[str, Any], findings: list[dict[str, Any]],
                   clusters: list[dict[str, Any]] | None = None, title: str = "verify run") -> Path:
-    path = Path(out_dir) / "summary.md"
+    path = RunFolder(out_dir).summary
     atomic.write_text(path, render_summary(manifest, findings, clusters, title))
     return path
 

@@ -31,9 +31,10 @@ from verify.reports.visible import visible
 from verify.reports.views import (CLUSTER_CONTEXT_CHARS, CONTEXT_CHARS, MISSING, ORIGINAL_CHARS,  # noqa: F401
                                   REPRODUCER_CHARS, difference_view, first_difference, run_verdict, safe_link,
                                   UNMEASURED, session_view, shown_input, token_at)
+from verify.rundir.layout import (ATTEMPTS_FILE, CLUSTERS_FILE, FINDINGS_FILE, MANIFEST_FILE, PLAN_FILE, SUMMARY_FILE,
+                                  TRIAGE_FILE, RunFolder)
 
-RUN_FILES = ("manifest.json", "summary.md", "divergences.jsonl", "triage.jsonl", "clusters.json", "plan.json",
-             "attempts.jsonl")
+RUN_FILES = (MANIFEST_FILE, SUMMARY_FILE, FINDINGS_FILE, TRIAGE_FILE, CLUSTERS_FILE, PLAN_FILE, ATTEMPTS_FILE)
 
 
 def finding_class(kind: str, sig: dict[str, Any] | None) -> str:
@@ -236,13 +237,13 @@ def _cluster_rows(data: ReportData, first_member: dict[tuple, dict[str, Any]], m
 
 
 def _shards_and_throughput(data: ReportData) -> None:
-    from verify.rundir.plan import PLAN_FILE, load_plan
+    from verify.rundir.plan import load_plan
     from verify.rundir.attempts import read_attempts
     from verify.rundir.store import ShardStore
     from verify.rundir.manifest import iso
 
     data.sessions = read_attempts(data.out)
-    if not (data.out / PLAN_FILE).is_file():
+    if not RunFolder(data.out).plan.is_file():
         return
     plan = load_plan(data.out)
     data.shards_total = len(plan.shards)
@@ -273,7 +274,8 @@ def load_report(out: Path, max_findings: int = 50, max_clusters: int = 200) -> R
     from verify.reports.gate_view import load_gate
 
     out = Path(out)
-    manifest_path = out / "manifest.json"
+    folder = RunFolder(out)
+    manifest_path = folder.manifest
     gate = load_gate(out)
     if not manifest_path.is_file() and gate is None:
         raise UsageError(f"{out}: no manifest.json or gate.json (not a verify output folder, or it never started)")
@@ -281,10 +283,10 @@ def load_report(out: Path, max_findings: int = 50, max_clusters: int = 200) -> R
     data = ReportData(out=out, manifest=manifest, verdict=run_verdict(manifest) if manifest else gate["verdict"],
                       gate=gate)
     first_member = _scan_findings(data, max_findings)
-    data.triaged = (out / "clusters.json").is_file()
+    data.triaged = folder.clusters.is_file()
     _cluster_rows(data, first_member, max_clusters)
     _shards_and_throughput(data)
-    data.certificate = _certificate_view(out / "certificate.json")
+    data.certificate = _certificate_view(folder.certificate)
     return data
 
 

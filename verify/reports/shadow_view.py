@@ -20,10 +20,11 @@ from typing import Any
 from verify.reports.gate_view import read_document, reproducer_text
 from verify.reports.views import MISSING, first_difference
 from verify.reports.visible import visible
+from verify.rundir.layout import (CLUSTERS_FILE, FINDINGS_FILE, MANIFEST_FILE, SHADOW_FILE, SHADOW_SUMMARY_FILE,
+                                  TRIAGE_FILE, RunFolder)
 
-SHADOW_FILE = "shadow.json"
 MAX_REQUEST_IDS = 16
-SHADOW_FILES = ("shadow.md", "shadow.json", "clusters.json", "triage.jsonl", "divergences.jsonl", "manifest.json")
+SHADOW_FILES = (SHADOW_SUMMARY_FILE, SHADOW_FILE, CLUSTERS_FILE, TRIAGE_FILE, FINDINGS_FILE, MANIFEST_FILE)
 
 
 def _text(value: Any, limit: int = 200) -> str:
@@ -94,5 +95,5 @@ def normalise_shadow(doc: dict[str, Any], out: Path | None = None) -> dict[str, 
 
 
 def load_shadow(out: Path) -> dict[str, Any] | None:
-    doc = read_document(Path(out) / SHADOW_FILE)
+    doc = read_document(RunFolder(out).shadow)
     return normalise_shadow(doc, out) if isinstance(doc, dict) else None

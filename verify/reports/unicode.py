@@ -14,6 +14,7 @@ from typing import Sequence
 
 from verify import atomic
 from verify.reports.md_templates import render
+from verify.rundir.layout import RunFolder
 from verify.sweep_result import SweepResult
 from verify.unicode_tables import tables as ud
 
@@ -75,11 +76,11 @@ def write_unicode_report(results: SweepResult | Sequence[SweepResult], out_dir) 
         "candidates": {r.candidate: {k: v for k, v in r.to_json().items() if k not in ("candidate", "reference")}
                        for r in results},
     }
-    json_path = out / "unicode.json"
+    json_path = RunFolder(out).unicode
     atomic.write_json(json_path, doc, indent=1, ensure_ascii=True)
 
     text = render("unicode.md.j2", reference=str(reference), candidates=[_candidate(r) for r in results],
                   versions=ud.versions())
-    md_path = out / "unicode.md"
+    md_path = RunFolder(out).unicode_summary
     atomic.write_text(md_path, text)
     return json_path, md_path

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from verify import jsonl
-
-ATTEMPTS_FILE = "attempts.jsonl"
+from verify.rundir.layout import RunFolder
 
 
 def append_attempt(out: Path, entry: dict[str, Any]) -> None:
-    with open(Path(out) / ATTEMPTS_FILE, "a+b") as fh:
+    with open(RunFolder(out).attempts, "a+b") as fh:
         fh.write(_line_start(fh) + jsonl.line(entry).encode("utf-8"))
 
 
@@ -33,7 +32,7 @@ def _line_start(fh) -> bytes:
 def read_attempts(out: Path) -> list[dict[str, Any]]:
     """Attempts in order, each with its begin and end lines merged (a torn line left out)."""
     merged: dict[int, dict[str, Any]] = {}
-    path = Path(out) / ATTEMPTS_FILE
+    path = RunFolder(out).attempts
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []
     for text in lines:
         try:

@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Iterator
 
 from verify.errors import UsageError
-
-LOCK_FILE = ".verify.lock"
+from verify.rundir.layout import LOCK_FILE, RunFolder
 
 
 class OutInUse(UsageError):
@@ -42,7 +41,7 @@ def acquire(out: Path) -> int:
     """The lock's file descriptor, held; ``OutInUse`` when another process holds it."""
     import fcntl
 
-    path = Path(out) / LOCK_FILE
+    path = RunFolder(out).lock
     while True:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -65,7 +64,7 @@ def acquire(out: Path) -> int:
 
 def release(out: Path, fd: int, remove_out: bool = False) -> None:
     with contextlib.suppress(OSError):
-        (Path(out) / LOCK_FILE).unlink()
+        RunFolder(out).lock.unlink()
     os.close(fd)
     if remove_out:
         with contextlib.suppress(OSError):

@@ -21,10 +21,10 @@ from typing_extensions import NotRequired, TypedDict
 from verify import __version__
 from verify.findings import SCHEMA as DIVERGENCE_SCHEMA
 from verify.keys import KEYS_VERSION
+from verify.rundir.layout import FINDINGS_FILE, RunFolder
 from verify import atomic
 
 MANIFEST_SCHEMA = "verify.manifest/3"
-HUNT_FILE = "hunt.json"
 HUNT_SCHEMA = "verify.hunt/1"
 
 
@@ -96,7 +96,7 @@ def command_manifest(*, argv: list[str], reference: dict | None, candidates: lis
         "sources": sources,
         "counts": counts,
         "divergence_schema": DIVERGENCE_SCHEMA,
-        "findings_file": "divergences.jsonl",
+        "findings_file": FINDINGS_FILE,
         "started": iso(started),
         "finished": iso(finished),
         "seconds": round(finished - started, 3) if finished is not None else None,
@@ -137,14 +137,14 @@ def run_manifest(*, plan, counts: dict, committed: int, attempts: list[dict[str,
 
 def write_hunt(out_dir: Path, sections: dict[str, Any]) -> Path:
     """The hunt's own manifest sections, committed once its shards are merged."""
-    return atomic.write_json(Path(out_dir) / HUNT_FILE, {"schema": HUNT_SCHEMA, "manifest": sections})
+    return atomic.write_json(RunFolder(out_dir).hunt, {"schema": HUNT_SCHEMA, "manifest": sections})
 
 
 def read_hunt(out_dir: Path) -> dict[str, Any]:
     from verify import jsonl
     from verify.errors import CorruptFileError
 
-    path = Path(out_dir) / HUNT_FILE
+    path = RunFolder(out_dir).hunt
     if not path.is_file():
         return {}
     doc = jsonl.load(path)
@@ -163,8 +163,7 @@ def _notes(plan, sessions: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def write_manifest(out_dir: Path, manifest: Manifest) -> Path:
-    path = Path(out_dir) / "manifest.json"
-    return atomic.write_json(path, manifest)
+    return atomic.write_json(RunFolder(out_dir).manifest, manifest)
 
 
 def committed_manifest(out_dir: Path, plan=None, store=None, markers: dict | None = None) -> Manifest:

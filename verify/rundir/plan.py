@@ -24,10 +24,10 @@ from verify.engines.catalogue import ALL
 from verify.config import parse_spec
 from verify.errors import CorruptFileError, UsageError, one_line
 from verify.keys import KEYS_VERSION, engine_key
+from verify.rundir.layout import PLAN_FILE, RunFolder
 from verify import atomic
 
 SCHEMA = "verify.plan/2"
-PLAN_FILE = "plan.json"
 
 @dataclass
 class RunPlan:
@@ -71,7 +71,7 @@ class RunPlan:
         return self.hunt
 
     def save(self, out: Path) -> None:
-        atomic.write_json(out / PLAN_FILE, self.to_json(), indent=1)
+        atomic.write_json(RunFolder(out).plan, self.to_json(), indent=1)
 
 
 def _spec(text: str) -> EngineSpec | str:
@@ -81,7 +81,7 @@ def _spec(text: str) -> EngineSpec | str:
 
 
 def load_plan(out: Path) -> RunPlan:
-    path = out / PLAN_FILE
+    path = RunFolder(out).plan
     if not path.is_file():
         raise UsageError(f"--resume {out}: no {PLAN_FILE} there (not a verify run directory, or it never started)")
     try:

@@ -28,9 +28,9 @@ from typing import Iterable, Iterator
 
 from verify import atomic
 from verify.counts import Counts
+from verify.rundir.layout import RunFolder
 from verify.sample import utf8_len
 
-STATUS_FILE = "status"
 PROGRESS_DIR = ".progress"  # under OUT/shards/: one heartbeat file per worker process
 PROGRESS_ENV = "VERIFY_PROGRESS_DIR"
 HEARTBEAT_EVERY_S = 1.0
@@ -183,7 +183,7 @@ def watched(executors: list, shard_id: str, counted: bool) -> list:
 # --- driver side --------------------------------------------------------------------------
 
 def progress_folder(out: Path) -> Path:
-    return Path(out) / "shards" / PROGRESS_DIR
+    return RunFolder(out).shards / PROGRESS_DIR
 
 
 def read_heartbeats(folder: Path, done: set[str] = frozenset()) -> list[dict]:
@@ -215,7 +215,7 @@ class RunStatus:
     def __init__(self, out: Path, total_shards: int, done_before: int, label: str = "verify run",
                  terminal: bool | None = None, every_s: float = 1.0, console=None):
         self.out = Path(out)
-        self.path = self.out / STATUS_FILE
+        self.path = RunFolder(self.out).status
         self.total = total_shards
         self.done_before = done_before
         self.done_now = 0
@@ -382,7 +382,7 @@ class ProgressScope:
             except OSError:
                 pass
         if failed and self.created:
-            (self.out / STATUS_FILE).unlink(missing_ok=True)
+            RunFolder(self.out).status.unlink(missing_ok=True)
             try:
                 self.out.rmdir()
             except OSError:

@@ -24,12 +24,12 @@ from typing import Any, Callable, Iterator
 from verify import jsonl
 from verify.counts import Counts
 from verify.findings import read_findings, write_stored_input
+from verify.rundir.layout import RunFolder
 from verify.rundir.result import ShardResult
 from verify import atomic
 from verify.fault_pause import pause
 
 SHARD_SCHEMA = "verify.shard/1"
-SHARDS_DIR = "shards"
 STARTED_LOG = "started.log"
 
 
@@ -48,7 +48,7 @@ def _is_marker(marker) -> bool:
 class ShardStore:
     def __init__(self, out: Path):
         self.out = Path(out)
-        self.dir = self.out / SHARDS_DIR
+        self.dir = RunFolder(self.out).shards
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def _marker(self, index: int) -> Path:

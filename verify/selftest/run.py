@@ -30,6 +30,7 @@ from verify.engines.registry import build_engine
 from verify.errors import UsageError
 from verify.findings import read_findings
 from verify.keys import input_key
+from verify.rundir.layout import RunFolder
 from verify.sample import Sample
 from verify.engines.planted.faults import TOKEN_KINDS, selected, token_table
 from verify.engines.planted.injector import DEFAULT_UNICODE_FAULT, KINDS, FaultConfig, FaultInjector
@@ -232,7 +233,7 @@ def _history_phase(opts, reference, table, vocab) -> dict:
     injector = FaultInjector(config, table, vocab)
     tally = _Tally("history", spec, "runs/history")
     by_session = {}
-    for record in read_findings(out / "divergences.jsonl"):
+    for record in read_findings(RunFolder(out).findings):
         if record.get("engine") == spec and isinstance(record.get("session"), dict):
             by_session[record["session"]["id"]] = record
     for trace in (r for shard in open_traces(str(path), "verify").shards() for r in shard.records()):
@@ -268,7 +269,7 @@ def _history_truth(trace, config: FaultConfig, injector: FaultInjector, referenc
 
 def _findings_by_engine(out: Path) -> dict[str, dict[tuple[str, str], dict]]:
     by_engine: dict[str, dict[tuple[str, str], dict]] = {}
-    for record in read_findings(out / "divergences.jsonl"):
+    for record in read_findings(RunFolder(out).findings):
         if record.get("engine"):
             by_engine.setdefault(record["engine"], {})[(record["sample_id"], record["input_key"])] = record
     return by_engine

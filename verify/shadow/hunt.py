@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from verify.pipeline.hunt import Hunt, HuntPlan
+from verify.rundir.layout import SHADOW_FILE, SHADOW_SUMMARY_FILE
 from verify.shadow.compare import mapping_from_json, mapping_to_json
 from verify.shadow.run import shadow_shard
 from verify.shadow.schema import SCHEMA
@@ -141,11 +142,11 @@ def triage_out(out: Path, engine, *, budget_s: float, per_cluster: int = 1, know
                           replay_engines=replays)
     write_report(out, report)
     sections = read_hunt(out)
-    sections["shadow"] = {"schema": SCHEMA, "report": "shadow.json", "redacted": redact,
+    sections["shadow"] = {"schema": SCHEMA, "report": SHADOW_FILE, "redacted": redact,
                           "verdict": report["verdict"], "counts": report["counts"],
                           "known_clusters": str(known.out) if known.out else None,
                           "allowlist": str(allowlist.path) if allowlist is not None and allowlist.path else None}
-    sections["reports"] = {**(sections.get("reports") or {}), "shadow": "shadow.md"}
+    sections["reports"] = {**(sections.get("reports") or {}), "shadow": SHADOW_SUMMARY_FILE}
     write_hunt(out, sections)
     return report
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from verify.classify import Cluster
 from verify.outcome import FindingKind
+from verify.rundir.layout import RunFolder
 from verify.shadow.schema import parse_timestamp
 from verify import atomic
 from verify.reports.md_templates import render
@@ -175,6 +176,6 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 
 def write_report(out: Path, report: dict[str, Any]) -> None:
-    out = Path(out)
-    atomic.write_json(out / "shadow.json", report)
-    atomic.write_text(out / "shadow.md", render_markdown(report))
+    folder = RunFolder(out)
+    atomic.write_json(folder.shadow, report)
+    atomic.write_text(folder.shadow_summary, render_markdown(report))

@@ -51,6 +51,7 @@ from verify.errors import UsageError
 from verify.executors.pool import EnginePool
 from verify.outcome import FindingKind
 from verify.reproduce import reproduce
+from verify.rundir.layout import RunFolder
 from verify.sample import Sample
 from verify.shadow.redact import redact_minimized
 from verify.shadow.schema import parse_timestamp
@@ -58,7 +59,6 @@ from verify.triage import (CLUSTERS_SCHEMA, SKIP_BUDGET, SKIP_NO_ENGINE, SKIP_NO
                            SKIP_PER_CLUSTER, SKIP_UNAVAILABLE, TriageSummary, committed_records,
                            MAX_GROUPS, first_token, load_record_input, probe_of, read_clusters)
 
-SHADOW_REPORT = "shadow.json"
 LOCATED = ("token_index", "byte_offset", "char_offset", "expected_len", "actual_len", "expected", "actual", "error")
 MAX_REQUEST_IDS = 20  # request ids listed per cluster
 MAX_LISTED_REQUESTS = 10_000  # mismatched requests (and bad records) listed in shadow.json
@@ -77,11 +77,11 @@ class KnownClusters:
         self.out = out
         if out is None:
             return
-        if not (Path(out) / "clusters.json").is_file():
+        if not RunFolder(out).clusters.is_file():
             raise UsageError(f"--known-clusters {out}: no clusters.json there (give a previous --out)")
         try:
             self.clusters = read_clusters(out)
-            report = Path(out) / SHADOW_REPORT
+            report = RunFolder(out).shadow
             previous = json.loads(report.read_text(encoding="utf-8")) if report.is_file() else {}
         except (OSError, ValueError) as exc:
             raise UsageError(f"--known-clusters {out}: unreadable ({exc})") from None
@@ -247,9 +247,10 @@ class ShadowTriage:
                                 minimized=len(self.minimized), seconds=time.monotonic() - started,
                                 budget_s=self.budget_s)
         outcome = self._write(out, store, markers, summary)
-        atomic.write_json(out / "clusters.json", {"schema": CLUSTERS_SCHEMA, "clusters": [
+        folder = RunFolder(out)
+        atomic.write_json(folder.clusters, {"schema": CLUSTERS_SCHEMA, "clusters": [
             self.states[(c.engine, c.reference, c.key)].as_dict() for c in summary.clusters]})
-        atomic.write_json(out / "triage.json", {**summary.as_info(), "stage": "verify shadow"}, ensure_ascii=True)
+        atomic.write_json(folder.triage_summary, {**summary.as_info(), "stage": "verify shadow"}, ensure_ascii=True)
         return outcome
 
     # --- pass 1: clusters, facts, the smallest member and the candidates of each ----------------
@@ -453,7 +454,7 @@ class ShadowTriage:
                                            **({"session": m["session"]} if m.get("session") else {})})
                 yield jsonl.line(entry)
 
-        atomic.write_lines(out / "triage.jsonl", lines())
+        atomic.write_lines(RunFolder(out).triage, lines())
         summary.skipped = dict(skipped)
         return TriageOutcome(summary.clusters, self.states, mismatched, total, bad, summary)
 

@@ -42,10 +42,10 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.fresh_check import FreshCheck
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import CERTIFICATE_FILE, RunFolder
 from verify.rundir.result import ShardResult
 from verify.sample import Sample
 
-CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_SCHEMA = "verify.certificate/1"
 
 
@@ -82,6 +82,8 @@ class Certificate(TypedDict):
     verdict: str  # equal, differ, not equal, incomplete
     counterexamples: list[Counterexample]
     statement: str
+
+
 SHARD_KIND = "certify"
 SOURCE = "certify"
 DEFAULT_K = 3
@@ -245,7 +247,7 @@ class CertifyHunt(Hunt):
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         doc = certificate(out, plan, store, markers)
-        atomic.write_json(out / CERTIFICATE_FILE, doc)
+        atomic.write_json(RunFolder(out).certificate, doc)
         return {"certify": {"verdict": doc["verdict"], "k": doc["k"], "atoms": doc["alphabet"]["atoms"],
                             "strings": doc["strings"]["total"], "compared": doc["strings"]["compared"],
                             "counterexamples": len(doc["counterexamples"])},
@@ -289,7 +291,7 @@ def certificate(out: Path, plan, store, markers) -> Certificate:
     totals = store.totals(markers)
     complete = len(markers) == len(plan.shards)
     counterexamples: list[Counterexample] = []
-    path = out / "divergences.jsonl"
+    path = RunFolder(out).findings
     if path.is_file():
         for line in path.read_bytes().splitlines():
             record = json.loads(line)

@@ -40,12 +40,12 @@ from verify.counts import Counts
 from verify.engines.catalogue import engine_values
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import CHECK_FILE, RunFolder
 from verify.rundir.result import ShardResult
 from verify.rundir.status import shard_records
 
 DEFAULT_CORPUS = "smoke"
 STRESS_KIND = "stress"
-REPORT_FILE = "check.json"
 REPORT_SCHEMA = "verify.check/1"
 # options a resume takes from the saved plan when the caller leaves them unsaid (None)
 SAVED_OPTIONS = ("text_field", "id_field", "limit", "batch_size", "checks", "roundtrip", "stress_budget_s",
@@ -228,7 +228,7 @@ class CheckHunt(Hunt):
         section["warm_engine_notes"] = merged["warm"]
         if report.get("notes"):
             section["notes"] = report["notes"]
-        return {"check": section, "reports": {"Metamorphic checks": REPORT_FILE}}
+        return {"check": section, "reports": {"Metamorphic checks": CHECK_FILE}}
 
     def empty(self, totals: Counts) -> str | None:
         if not self.corpus_samples:
@@ -324,5 +324,5 @@ def write_report(out: Path, plan, merged: dict[str, Any], argv: list[str]) -> di
     }
     if notes:
         report["notes"] = notes
-    atomic.write_json(out / REPORT_FILE, report)
+    atomic.write_json(RunFolder(out).check, report)
     return report

@@ -70,6 +70,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.executors.pool import EngineOptions
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import RunFolder
 
 __all__ = ["DEFAULT_BUDGET_S", "DEFAULT_DATABASE", "DEFAULT_EXAMPLES", "DEFAULT_MAX_FINDINGS", "EXAMPLES_ENV",
            "SHRINK_S", "SOURCE", "STRESS_SHARE", "Divergence", "FuzzHunt", "FuzzResult", "Round", "fuzz",
@@ -205,13 +206,12 @@ class FuzzHunt(Hunt):
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         from verify.adversarial.fuzz.stress_phase import merge_reports
-        from verify.pipeline.run import FINDINGS_FILE
 
         opts = plan.options
         database = Path(opts["database"]) if opts.get("database") else None
         shards = read_shards(plan, store, markers, database)
         counts = store.totals(markers)
-        with open(out / FINDINGS_FILE, encoding="utf-8") as fh:
+        with open(RunFolder(out).findings, encoding="utf-8") as fh:
             counts.findings = sum(1 for _ in fh)  # the kept findings, not every shard's
         clusters = shards.clusters.as_list()
         fuzz = {"max_examples": opts["max_examples"], "budget_s": opts["budget_s"], "seed": opts["seed"],
@@ -276,10 +276,9 @@ def read_shards(plan, store, markers: dict[int, dict], database: Path | None = N
 def fuzz_result(out: Path, manifest: dict[str, Any]) -> FuzzResult:
     """The result of a finished fuzz run, from what it committed."""
     from verify.findings import read_findings
-    from verify.pipeline.run import FINDINGS_FILE
 
     rounds = [Round.from_dict(r) for r in (manifest.get("fuzz") or {}).get("rounds", [])]
-    return FuzzResult(Counts.from_dict(manifest["counts"]), out, manifest, list(read_findings(out / FINDINGS_FILE)),
+    return FuzzResult(Counts.from_dict(manifest["counts"]), out, manifest, list(read_findings(RunFolder(out).findings)),
                       rounds)
 
 

@@ -21,11 +21,11 @@ from verify import atomic
 from verify.corpora.shards import HuntShard
 from verify.errors import UsageError
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import LENGTH_FILE, RunFolder
 from verify.rundir.result import ShardResult
 
 DEFAULT_MAX_CHARS = 1_000_000
 MAX_CHARS = 100_000_000  # --max-chars' ceiling: a family grown to it takes minutes; far beyond, memory runs out
-LENGTH_FILE = "length.json"
 LENGTH_SCHEMA = "verify.length/1"
 KINDS = ("run", "block", "separator", "token", "special")
 
@@ -114,7 +114,7 @@ class LengthHunt(Hunt):
 
     def finish(self, out: Path, plan, store, markers) -> dict[str, Any]:
         report = length_report(plan, store, markers)
-        atomic.write_json(out / LENGTH_FILE, report)
+        atomic.write_json(RunFolder(out).length, report)
         return {"length": {spec: {"families_differing": c["families_differing"],
                                   "thresholds": [t["length"] for t in c["thresholds"]]}
                            for spec, c in report["candidates"].items()},

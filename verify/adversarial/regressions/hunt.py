@@ -28,10 +28,10 @@ from typing import Any, Sequence
 from verify.corpora.shards import HuntShard
 from verify.counts import Counts
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import RECHECK_FILE, RunFolder
 from verify.rundir.result import ShardResult
 
 CASES_PER_SHARD = 8
-REPORT_FILE = "recheck.json"
 REPORT_SCHEMA = "verify.recheck/1"
 
 
@@ -159,7 +159,7 @@ class RecheckHunt(Hunt):
         identities = plan.identities
         reference = shared_reference(plan)
         return {"recheck": {k: report[k] for k in ("counts", "as_recorded", "skipped", "changed", "newly_fixed")},
-                "reports": {"Regression cases": REPORT_FILE},
+                "reports": {"Regression cases": RECHECK_FILE},
                 # as the command always showed them: the cases' one reference (if shared), the other engines
                 "reference": identities.get(reference) if reference else None,
                 "candidates": [identities[s] for s in plan.candidates if s in identities and s != reference]}
@@ -216,5 +216,5 @@ def write_report(out: Path, plan, store, markers, cases_dir: str, argv: list[str
         "newly_fixed": [r["id"] for r in results if r["status"] == "fixed" and r["recorded_status"] != "fixed"],
         "results": results,
     }
-    atomic.write_json(out / REPORT_FILE, report)
+    atomic.write_json(RunFolder(out).recheck, report)
     return report

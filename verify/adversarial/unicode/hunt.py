@@ -30,6 +30,7 @@ from verify.counts import Counts
 from verify.errors import UsageError
 from verify.fresh_check import FreshCheck
 from verify.pipeline.hunt import Hunt, HuntPlan, JobOptions
+from verify.rundir.layout import UNICODE_SUMMARY_FILE
 from verify.rundir.result import ShardResult
 
 SHARD_CODE_POINTS = 1 << 15  # 34 shards over the whole range
@@ -173,7 +174,7 @@ class UnicodeHunt(Hunt):
 
         write_unicode_report(results, out)
         return {"unicode": {r.candidate: summary(r) for r in results},
-                "reports": {"Unicode sweep": "unicode.md"}}
+                "reports": {"Unicode sweep": UNICODE_SUMMARY_FILE}}
 
 
 def merged_results(plan, store, markers) -> list:
