@@ -72,7 +72,8 @@ class Manifest(TypedDict):
     edits: NotRequired[dict[str, Any]]
     length: NotRequired[dict[str, Any]]
     certify: NotRequired[dict[str, Any]]
-    reports: NotRequired[dict[str, Any]]
+    statement: NotRequired[str]  # certify's certificate in words
+    reports: NotRequired[dict[str, str]]  # a hunt's own reports: title -> file in OUT
 
 
 def iso(ts: float | None) -> str | None:
