@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import string
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from pathlib import Path
 
@@ -63,32 +64,63 @@ def _from_table(name: str, table: dict[str, Any], text_field: str | None, id_fie
     """A named corpus; its own text_field/id_field apply unless the command line gives one."""
     kind = table.get("kind")
     origin = table.get("_file", "corpora/")
-    if kind == "partitioned":
-        from verify.corpora.partitioned import partitioned_source
-
-        return partitioned_source(name, table, root=root, where=where, text_field=text_field, id_field=id_field)
-    if where:
+    build = SOURCE_KINDS.get(kind) if isinstance(kind, str) else None
+    if build is None:
+        *first, last = SOURCE_KINDS
+        raise ConfigError(f"corpus '{name}' ({origin}): unknown kind '{kind}' "
+                          f"(use {', '.join(map(repr, first))} or {last!r})")
+    if where and kind != "partitioned":
         raise UsageError(f"--where: corpus '{name}' ({origin}) has no partition fields (kind '{kind}')")
-    if kind == "generated":
-        return generated_source(name, int(table.get("seed", 0)), int(table.get("documents", 2000)),
-                                int(table.get("long_documents", 3)))
-    if kind == "hf":
-        from verify.corpora.hf_datasets import hf_source
+    return build(_Named(name, table, origin, text_field, id_field, root, where))
 
-        spec = ":".join(str(table.get(k) or "") for k in ("dataset", "config", "split")).rstrip(":")
-        return hf_source(f"hf:{spec}", text_field or table.get("text_field", "text"),
-                         id_field or table.get("id_field", "id"), name=name)
-    if kind == "files":
-        paths: list = []
-        for pattern in table.get("paths", []):
-            try:
-                pattern = string.Template(pattern).substitute(os.environ)
-            except KeyError as exc:
-                raise ConfigError(f"corpus '{name}' ({origin}) needs the environment variable {exc.args[0]}") from None
-            paths.extend(expand_paths(pattern))
-        if not paths:
-            raise ConfigError(f"corpus '{name}' ({origin}) lists no paths")
-        return file_source(name, paths, text_field or table.get("text_field", "text"),
-                           id_field or table.get("id_field", "id"))
-    raise ConfigError(f"corpus '{name}' ({origin}): unknown kind '{kind}' (use 'generated', 'files', "
-                      "'partitioned' or 'hf')")
+
+@dataclass(frozen=True)
+class _Named:
+    """A named corpus's table and what the command line adds to it."""
+
+    name: str
+    table: dict[str, Any]
+    origin: str  # the corpora/*.toml file it comes from
+    text_field: str | None
+    id_field: str | None
+    root: str | None
+    where: dict[str, str]
+
+
+def _partitioned(c: _Named) -> Source:
+    from verify.corpora.partitioned import partitioned_source
+
+    return partitioned_source(c.name, c.table, root=c.root, where=c.where, text_field=c.text_field,
+                              id_field=c.id_field)
+
+
+def _generated(c: _Named) -> Source:
+    return generated_source(c.name, int(c.table.get("seed", 0)), int(c.table.get("documents", 2000)),
+                            int(c.table.get("long_documents", 3)))
+
+
+def _hf(c: _Named) -> Source:
+    from verify.corpora.hf_datasets import hf_source
+
+    spec = ":".join(str(c.table.get(k) or "") for k in ("dataset", "config", "split")).rstrip(":")
+    return hf_source(f"hf:{spec}", c.text_field or c.table.get("text_field", "text"),
+                     c.id_field or c.table.get("id_field", "id"), name=c.name)
+
+
+def _files(c: _Named) -> Source:
+    paths: list = []
+    for pattern in c.table.get("paths", []):
+        try:
+            pattern = string.Template(pattern).substitute(os.environ)
+        except KeyError as exc:
+            raise ConfigError(f"corpus '{c.name}' ({c.origin}) needs the environment variable {exc.args[0]}") from None
+        paths.extend(expand_paths(pattern))
+    if not paths:
+        raise ConfigError(f"corpus '{c.name}' ({c.origin}) lists no paths")
+    return file_source(c.name, paths, c.text_field or c.table.get("text_field", "text"),
+                       c.id_field or c.table.get("id_field", "id"))
+
+
+# the kinds a corpora/*.toml table may name: a new kind is one function and one row
+SOURCE_KINDS: dict[str, Callable[[_Named], Source]] = {
+    "generated": _generated, "files": _files, "partitioned": _partitioned, "hf": _hf}
