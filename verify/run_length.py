@@ -14,14 +14,26 @@ exact text. ``describe`` spells it ``'1'×24998 + '\\x1c' + '1'×2``.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from typing import Iterable, Sequence
+
+import zstandard
 
 MAX_UNIT = 16  # the longest repeated unit looked for
 MIN_CHARS = 64  # shorter texts are shown as they are
 MIN_RATIO = 4  # the runs must be this many times shorter than the text (in characters) to be worth it
 
 Runs = list[list]  # [[unit, count], ...]
+
+_local = threading.local()  # a zstd context per thread (one is not safe to share)
+
+
+def _zstd_size(data: bytes) -> int:
+    compressor = getattr(_local, "zstd", None)
+    if compressor is None:
+        compressor = _local.zstd = zstandard.ZstdCompressor(level=1)
+    return len(compressor.compress(data))
 
 
 def _repeats(text: str, at: int, width: int) -> int:
@@ -74,6 +86,11 @@ def compact(text: str) -> Runs | None:
     if len(text) < MIN_CHARS:
         return None
     data = text.encode("utf-8", "surrogatepass")
+    # zstd first, at a ratio half zlib's bar: three times zlib's speed, and every finding of a
+    # run where every document diverges comes through here (prose: 0.022 CPU s per MB with zlib
+    # alone). A text with runs worth reading compresses far past it (tests/test_run_length.py)
+    if _zstd_size(data) * MIN_RATIO > len(data):
+        return None
     if len(zlib.compress(data, 1)) * MIN_RATIO * 2 > len(data):
         return None
     runs = to_runs(text, give_up_after=len(text) // (8 * MIN_RATIO))  # each run costs 8 or more
