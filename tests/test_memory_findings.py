@@ -77,9 +77,21 @@ def triage_small_run(out, per_cluster, budget_s):
 
 
 def digest(path):
-    """sha256 of a file's text, less where an error was raised (``(at FILE:LINE)``: this file's lines move)."""
-    text = re.sub(r" \(at [^)]*\)", "", path.read_text(encoding="utf-8"))
+    """sha256 of a file's text, less where an error was raised (``(at FILE:LINE)``: this file's lines move).
+    A JSON Lines file is digested as its objects, in order, each as the standard library writes it:
+    what a line holds is pinned, not the serializer's spacing (orjson writes them compact)."""
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        text = "".join(_standard_line(json.loads(line)) for line in text.split("\n") if line)
+    text = re.sub(r" \(at [^)]*\)", "", text)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _standard_line(obj) -> str:
+    text = json.dumps(obj, ensure_ascii=False)
+    for ch, escape in {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}.items():
+        text = text.replace(ch, escape)
+    return text + "\n"
 
 
 # digests of triage.jsonl and clusters.json for this run (first pinned from the all-in-memory triage,
