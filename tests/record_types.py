@@ -39,8 +39,8 @@ def lines_conform(path: Path, schema: type) -> int:
 
 
 def run_folder_conforms(out: Path) -> None:
-    """The committed files of a run folder that are there, each against its schema; a findings
-    record's ``schema`` is the manifest's ``divergence_schema``."""
+    """The committed files of a run folder that are there, each against its schema (a gate folder's
+    ``gate.json`` too, and every check's run folder it names)."""
     out, folder = Path(out), RunFolder(out)
     if folder.findings.is_file():
         lines_conform(folder.findings, DivergenceRecord)

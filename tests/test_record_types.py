@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 import pytest
+from pydantic import ValidationError
 
 from verify.adversarial.certify.hunt import CERTIFICATE_SCHEMA, Certificate
 from verify.cause_clusters import ClusterRecord
@@ -75,8 +76,6 @@ def test_a_record_that_breaks_its_type_is_refused():
     good = ('{"schema": "verify.divergence/2", "kind": "ids", "engine": "a", "reference": "b", "sample_id": "s",'
             ' "source": null, "finding_key": "k", "input_key": "i", "input": [["x", false]], "token_index": 0}')
     assert conforms(good, DivergenceRecord)["kind"] is FindingKind.IDS
-    from pydantic import ValidationError
-
     for bad in (good.replace('"token_index": 0', '"token_index": "0"'), good.replace('"sample_id": "s",', ""),
                 good.replace('"kind": "ids"', '"kind": "wrong"'), good.replace('[["x", false]]', '[["x", 0]]')):
         with pytest.raises(ValidationError):
