@@ -22,6 +22,7 @@ from typing_extensions import NotRequired, TypedDict
 
 from verify.causes import Cause, merge_length
 from verify.classify import MAX_SAMPLE_IDS, Cluster, TagRule, tags_for
+from verify.findings import SegmentPair
 
 MAX_MEMBERS = 50  # symptom clusters listed per cause cluster (the rest counted)
 
@@ -33,7 +34,7 @@ class ClusterMember(TypedDict):
     symptom: str
     count: int
     signature: NotRequired[dict[str, Any]]
-    example: NotRequired[list[tuple[str, bool]] | None]
+    example: NotRequired[list[SegmentPair] | None]
     example_runs: NotRequired[list | None]
 
 
@@ -53,7 +54,7 @@ class ClusterRecord(TypedDict):
     links: list[str]
     count: int
     sample_ids: list[str]
-    example: list[tuple[str, bool]] | None
+    example: list[SegmentPair] | None
     example_minimized: dict[str, Any] | None
     cause_kind: NotRequired[str]
     name: NotRequired[str]

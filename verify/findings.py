@@ -35,9 +35,9 @@ KINDS = (FindingKind.IDS.value,) + FAILURE_KINDS + (BAD_INPUT,)
 
 __all__ = ["Failure", "Finding", "FindingWriter", "SCHEMA", "KINDS", "BAD_INPUT", "describe_divergence",
            "describe_failure", "bad_input_record", "read_findings", "INLINE_INPUT_LIMIT", "DivergenceRecord",
-           "Window", "Context", "ErrorInfo", "FindingKind"]
+           "Window", "Context", "ErrorInfo", "FindingKind", "SegmentPair"]
 
-Segment = tuple[str, bool]  # [text, allow_special] in the JSON
+SegmentPair = tuple[str, bool]  # one segment of an input as records hold it: [text, allow_special]
 
 
 class Window(TypedDict):
@@ -70,7 +70,7 @@ class DivergenceRecord(TypedDict):
     source: str | None
     finding_key: str
     input_key: str | None
-    input: NotRequired[list[Segment] | None]
+    input: NotRequired[list[SegmentPair] | None]
     input_file: NotRequired[str]
     input_runs: NotRequired[list[tuple[list[tuple[str, int]], bool]]]
     token_index: NotRequired[int | None]

@@ -34,6 +34,7 @@ from typing import Any
 from typing_extensions import NotRequired, TypedDict
 
 from verify.errors import ConfigError
+from verify.findings import SegmentPair
 from verify.gate.checks import CheckRun
 
 GATE_SCHEMA = "verify.gate/1"
@@ -66,7 +67,7 @@ class GateCluster(TypedDict):
     reference: str | None
     status: str  # new, unchanged, allowlisted, expired
     size: int
-    reproducer: list[tuple[str, bool]] | None
+    reproducer: list[SegmentPair] | None
     first_difference: dict[str, Any] | None
     kind: NotRequired[str]
     checks: NotRequired[list[str]]
