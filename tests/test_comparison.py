@@ -11,7 +11,7 @@ from verify.engines import build_engine
 from verify.engines.fake import FakeEngine
 from verify.executors import LocalExecutor
 from verify.findings import INLINE_INPUT_LIMIT, SCHEMA, FindingWriter
-from verify.keys import input_key
+from verify.keys import ids_digest, input_key
 from verify.outcome import Failure, Recorded
 from verify.batches import encode_all
 from verify.sample import Sample
@@ -178,3 +178,26 @@ def test_a_batch_is_counted_in_bulk_only_when_every_candidate_equals_the_referen
     assert not all_agree([[a, b], [a, np.array([5], dtype=np.uint32)]])
     assert not all_agree([[a, b], [a, Failure("error", "E", "m")]])
     assert not all_agree([[a, Recorded("00", 1)], [a, b]])  # a ledger entry is checked sample by sample
+
+
+def test_a_candidate_answering_with_the_recorded_entry_is_verified_only_against_that_entry():
+    """An isolated candidate's process that matched the ledger's digest answers with the
+    ``Recorded`` entry itself: verified in bulk where it is the reference's entry, verified
+    sample by sample where an equal entry stands there, and never verified where the reference
+    turned out corrupt (nothing was compared)."""
+    a, b = np.array([1, 2, 3], dtype=np.uint32), np.array([4, 5], dtype=np.uint32)
+    entry = Recorded(ids_digest(b), 2)
+    assert all_agree([[a, entry], [a.copy(), entry]])  # the entry itself: no look at ids
+    assert not all_agree([[a, entry], [a, Recorded(entry.digest, 2)]])  # another object: sample by sample
+    samples = [Sample.plain("s1", "abc"), Sample.plain("s2", "de")]
+    sides = [Side("ref", lambda ids: None), Side("cand", lambda ids: None)]
+    counts, findings = compare_batch(samples, [[a, entry], [a.copy(), entry]], sides)
+    assert counts.states["verified"] == 2 and counts.tokens == 5 and not findings
+    counts, findings = compare_batch(samples, [[a, entry], [a, Recorded(entry.digest, 2)]], sides)
+    assert counts.states["verified"] == 2 and counts.tokens == 5 and not findings
+    corrupt = Failure("error", "LedgerCorrupt", "the ledger records other ids")
+    counts, findings = compare_batch(samples, [[a, corrupt], [a, entry]], sides)
+    assert counts.engine("cand")["verified"] == 1 and counts.engine("cand")["skipped"] == 1
+    assert counts.states["verified"] == 1 and [f.kind for f in findings] == ["error"]
+    with pytest.raises(ValueError, match="re-encode the reference"):
+        compare_batch(samples, [[a, b], [a, Recorded(ids_digest(a), 3)]], sides)

@@ -9,17 +9,20 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from conftest import run_cli
 
 from test_pipeline import PLUGIN  # noqa: E402  the tiny tokenizer with one planted bug ('ß')
 
 
-def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300"):
+def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300", isolated=False):
+    """``isolated``: engines in their own processes, where the candidate's process checks its ids
+    against the ledger's digests and answers 'matched' instead of sending them back."""
     (plugin_dir / "ledger_plugin.py").write_text(PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
     proc = run_cli("run", "--reference", tiny_spec, "--candidate", "python:ledger_plugin:planted", "--corpus",
                    "default", "--limit", limit, "--out", str(tmp_path / out), "--no-progress",
-                   "--minimize-budget", "0", "--in-process", *extra)
+                   "--minimize-budget", "0", *(() if isolated else ("--in-process",)), *extra)
     manifest = json.loads((tmp_path / out / "manifest.json").read_text())
     keys = [json.loads(line)["finding_key"] for line in
             (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
@@ -27,13 +30,14 @@ def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit
     return proc, manifest, keys, session
 
 
+@pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "isolated"])
 def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, tiny_spec, plugin_dir,
-                                                                      tiny_tokenizer_json):
+                                                                      tiny_tokenizer_json, isolated):
     ledger = str(tmp_path / "ledger")
     plain, plain_manifest, plain_keys, _ = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "plain")
     first, m1, k1, s1 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "first", "--ledger", ledger)
     again, m2, k2, s2 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", ledger,
-                            "--workers", "2")
+                            "--workers", "2", isolated=isolated)
     assert plain.returncode == first.returncode == again.returncode == 1
     assert s1["ledger"]["encoded"] == 300 and s1["ledger"]["hits"] == 0
     assert s2["ledger"]["hits"] == 300 and s2["ledger"]["encoded"] == 0 and "corrupt" not in s2["ledger"]
@@ -43,8 +47,9 @@ def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, t
     assert all(r["token_index"] is not None and r["expected"]["ids"] for r in records)  # located from fresh ids
 
 
+@pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "isolated"])
 def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, tiny_spec, plugin_dir,
-                                                                     tiny_tokenizer_json):
+                                                                     tiny_tokenizer_json, isolated):
     ledger = tmp_path / "ledger"
     _, m1, _, _ = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "first", "--ledger", str(ledger))
     part = sorted(ledger.rglob("part-*.parquet"))[0]
@@ -54,7 +59,7 @@ def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, t
     pq.write_table(table.set_column(1, "ids_digest", pa.array(digests, pa.binary(16))), part)
     (part.parent / (part.name + ".sha256")).write_text(hashlib.sha256(part.read_bytes()).hexdigest() + "\n")
     proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", str(ledger),
-                               "--ledger-audit", "0")  # the candidates' mismatch alone finds it
+                               "--ledger-audit", "0", isolated=isolated)  # the candidates' mismatch alone finds it
     assert proc.returncode == 1
     assert session["ledger"]["corrupt"] == 1
     records = [json.loads(line) for line in (tmp_path / "again" / "divergences.jsonl").read_text().split("\n") if line]

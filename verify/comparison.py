@@ -4,7 +4,8 @@ Pure apart from asking for token bytes (to name the pieces around a difference):
 it reads outcomes the executors produced and returns a ``Counts`` delta and the
 findings, so any number of workers can run it and their results merge by addition.
 The first engine is the reference; its outcome may be a ledger ``Recorded`` digest where
-every candidate matched it (``shard_task`` re-encodes the reference wherever one did not).
+every candidate matched it (``records_task`` re-encodes the reference wherever one did not),
+and a candidate's may be that same ``Recorded`` where its engine's own process matched it.
 Agreement is ``verify.outcome.agree``.
 """
 
@@ -94,23 +95,29 @@ def sample_size(sample: Sample) -> tuple[int, int]:
 def all_agree(outcomes: Sequence[Sequence[object]]) -> bool:
     """Whether every engine gave ids for every sample and every candidate's equal the
     reference's: the lengths compared as one array, the ids as one buffer per engine (a few
-    calls per batch instead of one comparison per sample and engine)."""
-    if not all(is_ids(out) for per_engine in outcomes for out in per_engine):
-        return False
+    calls per batch instead of one comparison per sample and engine). A candidate's outcome
+    that *is* the reference's (a ledger stand-in, or the ``Recorded`` entry its own process
+    matched) agrees without a look at the ids."""
     reference = outcomes[0]
-    lengths = expected = None  # the reference's, made once and only when some engine needs them
+    if not all(gave_ids(out) for out in reference):
+        return False
     for per_engine in outcomes[1:]:
-        if all(a is b for a, b in zip(per_engine, reference)):  # the same arrays (a ledger stand-in)
+        rest = [i for i, (a, b) in enumerate(zip(per_engine, reference)) if a is not b]
+        if not rest:
             continue
-        if lengths is None:
-            lengths = np.fromiter((ids.size for ids in reference), dtype=np.int64, count=len(reference))
-            expected = np.concatenate(reference) if len(reference) else np.zeros(0, dtype=np.uint32)
-        sizes = np.fromiter((ids.size for ids in per_engine), dtype=np.int64, count=len(per_engine))
-        if not np.array_equal(sizes, lengths):
+        theirs, ours = [per_engine[i] for i in rest], [reference[i] for i in rest]
+        if not all(is_ids(out) for out in theirs) or not all(is_ids(out) for out in ours):
             return False
-        if len(per_engine) and not np.array_equal(np.concatenate(per_engine), expected):
+        sizes = np.fromiter((ids.size for ids in theirs), dtype=np.int64, count=len(theirs))
+        lengths = np.fromiter((ids.size for ids in ours), dtype=np.int64, count=len(ours))
+        if not np.array_equal(sizes, lengths) or not np.array_equal(np.concatenate(theirs), np.concatenate(ours)):
             return False
     return True
+
+
+def token_count(outcome: object) -> int:
+    """The number of ids of an outcome that gave ids (an array, or the ledger's ``Recorded``)."""
+    return int(outcome.size) if is_ids(outcome) else outcome.length
 
 
 def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]], sides: Sequence[Side],
@@ -126,7 +133,7 @@ def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]
             chars, nbytes = sample_size(sample)
             counts.chars += chars
             counts.bytes += nbytes
-        counts.tokens = sum(int(ids.size) for ids in outcomes[0])
+        counts.tokens = sum(token_count(ids) for ids in outcomes[0])
         counts.states["verified"] = n
         for side in sides:
             counts.engine(side.spec)["verified"] = n
@@ -143,18 +150,17 @@ def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]
         counts.engine(reference.spec)[ref_state] += 1
         if isinstance(ref, Failure):
             findings.append(Finding(reference.spec, reference.spec, sample, ref.kind, source, describe_failure(ref)))
-        if is_ids(ref):
-            counts.tokens += int(ref.size)
-        elif isinstance(ref, Recorded):
-            counts.tokens += ref.length
+        if gave_ids(ref):
+            counts.tokens += token_count(ref)
         sample_state = ref_state
         ref_pieces = None
         for side, per_engine in zip(sides[1:], outcomes[1:]):
             out = per_engine[i]
-            if is_ids(out) and gave_ids(ref):
+            if gave_ids(out) and gave_ids(ref):
                 if agree(ref, out):
                     state = "verified"
-                elif isinstance(ref, Recorded):  # the caller resolves every mismatch to fresh ids first
+                elif isinstance(ref, Recorded) or isinstance(out, Recorded):
+                    # the caller resolves every mismatch with a recorded entry to fresh ids first
                     raise ValueError("a candidate differs from a recorded reference: re-encode the reference first")
                 else:
                     state = "diverged"
@@ -162,7 +168,7 @@ def compare_batch(samples: Sequence[Sample], outcomes: Sequence[Sequence[object]
                         ref_pieces = reference.token_bytes(ref)
                     fields = describe_divergence(sample, ref, out, ref_pieces, side.token_bytes(out))
                     findings.append(Finding(side.spec, reference.spec, sample, "ids", source, fields))
-            elif is_ids(out):
+            elif gave_ids(out):
                 state = "skipped"  # nothing to compare against: the reference failed or was not asked
                 counts.skip_reason(side.spec, ref.reason if isinstance(ref, Skipped) else REFERENCE_FAILED)
             else:

@@ -243,8 +243,8 @@ class Ledger:
         the parts skipped are appended to ``bad``."""
         out: dict[bytes, tuple[bytes, int]] = {}
         for _, table, _ in self._tables(partition, bad):
-            for key, digest, length in zip(*(table.column(c).to_pylist() for c in COLUMNS)):
-                out[key] = (digest, length)
+            keys, digests, lengths = (table.column(c).to_pylist() for c in COLUMNS)
+            out.update(zip(keys, zip(digests, lengths)))  # one C loop, not a Python step per entry
         return out
 
     def append(self, partition: str, entries: Iterable[Entry]) -> int:

@@ -96,7 +96,10 @@ def is_ids(outcome: object) -> bool:
 
 def agree(a: object, b: object) -> bool:
     """True only for two id arrays with the same length and the same ids (either may be the
-    ``Recorded`` digest of the ids)."""
+    ``Recorded`` digest of the ids; both may be, where an engine's process answered that its ids
+    have the recorded digest and length: ``ExecutorBase.submit``'s ``expected``)."""
+    if isinstance(a, Recorded) and isinstance(b, Recorded):  # an engine's process matched the recorded digest
+        return a.length == b.length and a.digest == b.digest
     if isinstance(a, Recorded) and isinstance(b, np.ndarray):
         return a.matches(b)
     if isinstance(b, Recorded) and isinstance(a, np.ndarray):

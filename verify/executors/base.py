@@ -26,7 +26,7 @@ import numpy as np
 
 from verify.engines.base import Capabilities, EngineIdentity
 from verify.executors.call_log import CallLog
-from verify.outcome import SKIPPED, Failure, Outcome
+from verify.outcome import SKIPPED, Failure, Outcome, Recorded
 from verify.sample import Sample, Segment
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class Executor(Protocol):
     restarts: int  # worker restarts (crashes, hangs); 0 for in-process executors
     timeout_s: float | None  # how long a hang takes to be declared; None when it cannot be
 
-    def submit(self, samples: Sequence[Sample]) -> None: ...
+    def submit(self, samples: Sequence[Sample], expected: Sequence[Recorded | None] | None = None) -> None: ...
 
     def collect(self) -> list[Outcome]: ...
 
@@ -79,6 +79,7 @@ class ExecutorBase:
     capabilities: Capabilities
     restarts: int = 0
     timeout_s: float | None = None
+    checks_expected = False  # whether _submit takes ``expected`` (its engine's process checks digests)
     _call_log: CallLog | None = None
 
     @property
@@ -92,7 +93,12 @@ class ExecutorBase:
         closed with the executor), or None where there is no fresh instance to be had."""
         return None
 
-    def submit(self, samples: Sequence[Sample]) -> None:
+    def submit(self, samples: Sequence[Sample], expected: Sequence[Recorded | None] | None = None) -> None:
+        """``expected[i]``, where given, is what the caller already holds for ``samples[i]`` (the
+        ledger's ``Recorded`` digest of the reference's ids). An executor whose engine runs in
+        another process (``checks_expected``) has that process compare its ids with it and answers
+        with the very ``Recorded`` object where digest and length match, so matching ids never
+        cross back; every other outcome, and every outcome of the other executors, is as without it."""
         samples = list(samples)
         self._size = len(samples)
         if self.capabilities.special_tokens:  # the common case: every sample runs, no index lists
@@ -105,7 +111,11 @@ class ExecutorBase:
                 self._runnable = None if samples else []
         if runnable:
             self.call_log.record(runnable)
-            self._submit(runnable)
+            if expected is None or not self.checks_expected:
+                self._submit(runnable)
+            else:
+                self._submit(runnable, expected=list(expected) if self._runnable is None
+                             else [expected[i] for i in self._runnable])
 
     def collect(self) -> list[Outcome]:
         """One outcome per submitted sample (``SKIPPED`` for the ones the engine cannot take);

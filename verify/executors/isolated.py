@@ -42,8 +42,8 @@ from verify.executors.fresh import FreshReplayers
 from verify.executors.lifeline import Lifeline, kill_tree, process_gone
 from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S, UNSTARTED, did_not_start, unstarted_identity
 from verify.executors.threads import pin_threads
-from verify.executors.wire import pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
-from verify.outcome import Failure, Outcome
+from verify.executors.wire import pack_expected, pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
+from verify.outcome import Failure, Outcome, Recorded
 from verify.sample import Sample
 
 DEFAULT_TIMEOUT_S = 60.0
@@ -73,7 +73,7 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
     except BaseException as exc:  # report why the engine could not load, then exit
         conn.send(("load-failed", type(exc).__name__, str(exc), isinstance(exc, VerifyError)))
         return
-    calls = {"encode": lambda p: pack_outcomes(executor.encode_runnable(unpack_samples(p))),
+    calls = {"encode": lambda p: pack_outcomes(executor.encode_runnable(unpack_samples(p[0])), p[1]),
              "encode_concurrent": lambda p: executor._encode_concurrent(*p), "token_bytes": executor.token_bytes,
              "open_session": lambda p: executor.open_session(*p), "session_state": executor.session_state,
              "session_append": lambda p: executor.session_append(*p), "close_session": executor.close_session,
@@ -112,6 +112,7 @@ def _remove_orphaned_stderr() -> None:
 
 
 class IsolatedExecutor(ExecutorBase):
+    checks_expected = True  # the worker compares ids with the ledger's digests: matching ids stay there
     def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
                  threads: int | None = None, start_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S):
         self.spec = spec
@@ -127,6 +128,7 @@ class IsolatedExecutor(ExecutorBase):
                                                    delete=False)
         self._stderr.close()
         self._pending: list[Sample] = []
+        self._expected: list[Recorded | None] | None = None  # what the caller holds for the pending samples
         self._early: tuple | None = None  # an in-flight encode's reply, received early (``_settle``)
         self._sent_at: float | None = None
         self._open: set[str] = set()  # sessions in the current worker
@@ -267,16 +269,17 @@ class IsolatedExecutor(ExecutorBase):
             return "crash", self._death()
 
     # --- executor API -----------------------------------------------------
-    def _submit(self, samples: list[Sample]) -> None:
-        self._pending = samples
+    def _submit(self, samples: list[Sample], expected: list[Recorded | None] | None = None) -> None:
+        self._pending, self._expected = samples, expected
         try:
-            self._conn.send(("encode", pack_samples(samples)))
+            self._conn.send(("encode", (pack_samples(samples), None if expected is None else pack_expected(expected))))
             self._sent_at = time.monotonic()
         except (BrokenPipeError, OSError):
             self._sent_at = None
 
     def _collect(self) -> list[Outcome]:
         samples, self._pending = self._pending, []
+        expected, self._expected = self._expected, None
         early, self._early = self._early, None
         if self._unstarted is not None:  # a finding for this engine: nothing it did is counted as verified
             return [Failure("crash", "EngineDidNotStart", self._unstarted)] * len(samples)
@@ -294,12 +297,12 @@ class IsolatedExecutor(ExecutorBase):
                 except (EOFError, ConnectionResetError, OSError):
                     status, value = "crash", self._death()
         if status == "ok":
-            return unpack_outcomes(value)
+            return unpack_outcomes(value, expected)
         self._restart()
         return [self._encode_alone(s) for s in samples]
 
     def _encode_alone(self, sample: Sample) -> Outcome:
-        status, value = self._call("encode", pack_samples([sample]), self.timeout_s)
+        status, value = self._call("encode", (pack_samples([sample]), None), self.timeout_s)
         if status == "ok":
             return unpack_outcomes(value)[0]
         self._restart()

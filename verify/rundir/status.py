@@ -156,9 +156,9 @@ class CountingExecutor:
             self._bytes += sum(len(s.text.encode("utf-8", "surrogatepass")) for s in getattr(sample, "segments", ()))
         self._heart.beat(len(self._seen), self._bytes)
 
-    def submit(self, samples):
+    def submit(self, samples, expected=None):
         self._count(samples)
-        return self._inner.submit(samples)
+        return self._inner.submit(samples, expected)
 
     def encode(self, samples):
         self._count(samples)
