@@ -9,7 +9,6 @@ import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from conftest import run_cli
 
@@ -30,26 +29,30 @@ def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit
     return proc, manifest, keys, session
 
 
-@pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "isolated"])
 def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, tiny_spec, plugin_dir,
-                                                                      tiny_tokenizer_json, isolated):
+                                                                      tiny_tokenizer_json):
     ledger = str(tmp_path / "ledger")
     plain, plain_manifest, plain_keys, _ = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "plain")
     first, m1, k1, s1 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "first", "--ledger", ledger)
     again, m2, k2, s2 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", ledger,
-                            "--workers", "2", isolated=isolated)
-    assert plain.returncode == first.returncode == again.returncode == 1
+                            "--workers", "2")
+    # isolated: the candidate's process matches its ids against the entries and sends back only the others
+    iso, m3, k3, s3 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "isolated", "--ledger", ledger,
+                          isolated=True)
+    assert plain.returncode == first.returncode == again.returncode == iso.returncode == 1
     assert s1["ledger"]["encoded"] == 300 and s1["ledger"]["hits"] == 0
-    assert s2["ledger"]["hits"] == 300 and s2["ledger"]["encoded"] == 0 and "corrupt" not in s2["ledger"]
-    assert plain_manifest["counts"] == m1["counts"] == m2["counts"] and m2["counts"]["diverged"] > 0
-    assert plain_keys == k1 == k2
-    records = [json.loads(line) for line in (tmp_path / "again" / "divergences.jsonl").read_text().split("\n") if line]
-    assert all(r["token_index"] is not None and r["expected"]["ids"] for r in records)  # located from fresh ids
+    for session in (s2, s3):
+        assert session["ledger"]["hits"] == 300 and session["ledger"]["encoded"] == 0
+        assert "corrupt" not in session["ledger"]
+    assert plain_manifest["counts"] == m1["counts"] == m2["counts"] == m3["counts"] and m2["counts"]["diverged"] > 0
+    assert plain_keys == k1 == k2 == k3
+    for out in ("again", "isolated"):
+        records = [json.loads(line) for line in (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
+        assert all(r["token_index"] is not None and r["expected"]["ids"] for r in records)  # located from fresh ids
 
 
-@pytest.mark.parametrize("isolated", [False, True], ids=["in-process", "isolated"])
 def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, tiny_spec, plugin_dir,
-                                                                     tiny_tokenizer_json, isolated):
+                                                                     tiny_tokenizer_json):
     ledger = tmp_path / "ledger"
     _, m1, _, _ = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "first", "--ledger", str(ledger))
     part = sorted(ledger.rglob("part-*.parquet"))[0]
@@ -58,15 +61,17 @@ def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, t
     digests[0] = bytes(16)  # one entry now records other ids, its checksum fixed up (test_ledger_integrity: without)
     pq.write_table(table.set_column(1, "ids_digest", pa.array(digests, pa.binary(16))), part)
     (part.parent / (part.name + ".sha256")).write_text(hashlib.sha256(part.read_bytes()).hexdigest() + "\n")
-    proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", str(ledger),
-                               "--ledger-audit", "0", isolated=isolated)  # the candidates' mismatch alone finds it
-    assert proc.returncode == 1
-    assert session["ledger"]["corrupt"] == 1
-    records = [json.loads(line) for line in (tmp_path / "again" / "divergences.jsonl").read_text().split("\n") if line]
-    corrupt = [r for r in records if r.get("error", {}).get("type") == "LedgerCorrupt"]
-    assert len(corrupt) == 1 and corrupt[0]["kind"] == "error" and "digest" in corrupt[0]["error"]["message"]
-    assert m2["counts"]["verified"] == m1["counts"]["verified"] - 1 or m2["counts"]["diverged"] == m1["counts"]["diverged"] - 1
-    assert m2["counts"]["error"] == 1 and m2["counts"]["samples"] == m1["counts"]["samples"]
+    for out, isolated in (("again", False), ("again-isolated", True)):  # the candidates' mismatch alone finds it
+        proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, "--ledger",
+                                   str(ledger), "--ledger-audit", "0", isolated=isolated)
+        assert proc.returncode == 1
+        assert session["ledger"]["corrupt"] == 1
+        records = [json.loads(line) for line in (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
+        corrupt = [r for r in records if r.get("error", {}).get("type") == "LedgerCorrupt"]
+        assert len(corrupt) == 1 and corrupt[0]["kind"] == "error" and "digest" in corrupt[0]["error"]["message"]
+        assert m2["counts"]["verified"] == m1["counts"]["verified"] - 1 or \
+            m2["counts"]["diverged"] == m1["counts"]["diverged"] - 1
+        assert m2["counts"]["error"] == 1 and m2["counts"]["samples"] == m1["counts"]["samples"]
     check = run_cli("ledger", "check", str(ledger), "--corpus", "default", "--limit", "300", "--in-process")
     assert check.returncode == 1 and "MISMATCH" in check.stdout
 
