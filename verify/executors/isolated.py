@@ -113,6 +113,7 @@ def _remove_orphaned_stderr() -> None:
 
 class IsolatedExecutor(ExecutorBase):
     checks_expected = True  # the worker compares ids with the ledger's digests: matching ids stay there
+
     def __init__(self, spec: str, timeout_s: float = DEFAULT_TIMEOUT_S, memory_limit_mb: int | None = None,
                  threads: int | None = None, start_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S):
         self.spec = spec
