@@ -31,6 +31,7 @@ class TiktokenEngine(VocabAdapter):
 
     def load(self, vocab):
         self.encoding = build_encoding(vocab, self.options.get("encoding"))
+        self._to_numpy = getattr(self.encoding, "encode_to_numpy", None)  # tiktoken 0.9 and later
 
     # The default is one call per text: tiktoken's *_batch helpers go through a thread pool
     # even with one thread, which costs more than they save here. Each call's ids come as one
@@ -39,7 +40,7 @@ class TiktokenEngine(VocabAdapter):
     # repair the list calls make (a lone surrogate replaced before encoding), so a text that
     # holds one goes through the list call, whose ids are what tiktoken's users get.
     def encode_one(self, text, allow_special):
-        to_numpy = getattr(self.encoding, "encode_to_numpy", None)  # tiktoken 0.9 and later
+        to_numpy = self._to_numpy
         if to_numpy is not None:
             try:
                 if allow_special:
