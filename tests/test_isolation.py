@@ -2,10 +2,14 @@
 its input, the worker is restarted and every other sample is still verified."""
 
 import json
+import signal
+import subprocess
+import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
+from verify.rundir.attempts import read_attempts
 
 PLANTED = '''
 import ctypes, os, time
@@ -87,6 +91,51 @@ def test_one_finding_with_input_and_every_other_sample_verified(tmp_path, plante
     counts = json.loads((out / "manifest.json").read_text())["counts"]
     assert counts["verified"] == 9 and counts["samples"] == 10
     assert sum(counts[k] for k in ("verified", "diverged", "error", "crash", "timeout", "skipped")) == 10
+
+
+@pytest.mark.parametrize("factory, kind, extra, event", [
+    ("segfaults", "crash", [], "retried with isolated engines"),
+    ("hangs", "timeout", ["--timeout", "3"], "an engine call passed --timeout"),
+    ("raises", "error", [], None),
+])
+def test_a_ledger_run_has_its_worker_as_crash_boundary_and_the_same_one_finding(tmp_path, planted, corpus, factory,
+                                                                                kind, extra, event):
+    """With --ledger the engines run in the shard worker (speculating): a crash or hang there ends
+    the worker, and its shard runs again with isolated engines, which find the one sample. Both the
+    first pass (the ledger fills) and the re-run (the ledger answers for the reference)."""
+    ledger = tmp_path / "ledger"
+    for attempt in ("fill", "again"):
+        out = tmp_path / attempt
+        proc = run_cli("run", "--reference", f"{planted}:bytes_engine", "--candidate", f"{planted}:{factory}",
+                       "--corpus", str(corpus), "--out", str(out), "--batch-size", "4", "--ledger", str(ledger),
+                       *extra)
+        assert proc.returncode == 1, proc.stderr
+        (record,) = [json.loads(line) for line in (out / "divergences.jsonl").read_text().splitlines()]
+        assert record["kind"] == kind and record["sample_id"] == "d6"
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["counts"]["verified"] == 9 and manifest["counts"]["samples"] == 10
+        events = read_attempts(out)[-1]["events"]
+        if event is None:  # nothing ended the worker: its engines ran in it
+            assert events == [] and manifest["engine_notes"][f"{planted}:{factory}"]["isolated"] == "worker"
+        else:
+            assert any(event in e for e in events), events
+            assert manifest["engine_notes"][f"{planted}:{factory}"]["worker_restarts"] >= 1  # the replacement's
+    assert read_attempts(tmp_path / "again")[-1]["ledger"]["hits"] == 10  # the re-run: the reference encoded none
+
+
+def test_a_call_past_its_deadline_ends_the_process_even_holding_the_gil():
+    """A speculating worker's deadline needs no Python to run: a regex backtracking in C (holding the
+    GIL) is ended by the kernel with SIGALRM; a call within it leaves the process alone."""
+    code = ("import re, sys\n"
+            "from verify.executors.call_deadline import ends_process_after\n"
+            "with ends_process_after(30):\n"
+            "    pass\n"
+            "print('within', flush=True)\n"
+            "with ends_process_after(0.5):\n"
+            "    re.match(r'(a+)+$', 'a' * 64 + 'b')\n"
+            "print('never')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == -signal.SIGALRM and proc.stdout == "within\n", (proc.returncode, proc.stdout)
 
 
 def test_a_crash_message_names_the_signal(tmp_path, planted, corpus):

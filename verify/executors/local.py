@@ -1,5 +1,7 @@
 """Run an engine in the harness's own process (``--in-process``): fastest, but a
-segfault or hang in the engine ends the process it runs in."""
+segfault or hang in the engine ends the process it runs in. In a speculating shard worker
+(``EngineOptions.speculate``) every engine call has the hang deadline, past which the worker
+ends (``verify.executors.call_deadline``) and its shard runs again with isolated engines."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import numpy as np
 
 from verify.engines.base import Engine, as_token_array
 from verify.executors.base import ExecutorBase
+from verify.executors.call_deadline import ends_process_after
 from verify.executors.engine_calls import _NOT_OURS, encode_outcomes, failure_from
 from verify.executors.fresh import FreshReplayers
 from verify.outcome import Failure, Outcome
@@ -17,15 +20,16 @@ from verify.sample import Sample
 
 
 class LocalExecutor(ExecutorBase):
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, call_deadline_s: float | None = None):
         self.engine = engine
         self.spec = engine.spec
         self.capabilities = engine.capabilities
         self.restarts = 0  # never restarted: a crash here ends the process
+        self._deadline_s = call_deadline_s  # past it a call ends this process (a speculating worker)
         # a fresh instance lives in a process of its own even here: one in this process would share
         # the module-level state (a cache, a table) of the engine that has run
-        self._fresh = FreshReplayers(engine.spec, None)
-        self.timeout_s = None  # a hang here cannot be interrupted
+        self._fresh = FreshReplayers(engine.spec, call_deadline_s)
+        self.timeout_s = None  # a hang here is not a finding of this executor (at most, its process ends)
         self._pending: list[Sample] = []
         self._sessions: dict[str, object] = {}
         self.batch_fallbacks = 0  # batch calls that raised although every sample alone encoded
@@ -38,7 +42,8 @@ class LocalExecutor(ExecutorBase):
 
     def encode_runnable(self, samples: Sequence[Sample]) -> list[Outcome]:
         """The engine on samples it can handle (the isolated worker calls this too)."""
-        return encode_outcomes(self.engine, samples, self._fell_back)
+        with ends_process_after(self._deadline_s):
+            return encode_outcomes(self.engine, samples, self._fell_back)
 
     def _submit(self, samples: list[Sample]) -> None:
         self._pending = samples
@@ -56,7 +61,8 @@ class LocalExecutor(ExecutorBase):
         if not self.capabilities.sessions:
             return self._no_sessions()
         try:
-            self._sessions[key] = self.engine.open_session(state)
+            with ends_process_after(self._deadline_s):
+                self._sessions[key] = self.engine.open_session(state)
         except _NOT_OURS:
             raise
         except BaseException as exc:
@@ -70,7 +76,8 @@ class LocalExecutor(ExecutorBase):
         if session is None:
             return Failure("error", "SessionLost", f"no open session {key!r}")
         try:
-            update = session.append(list(segments))
+            with ends_process_after(self._deadline_s):
+                update = session.append(list(segments))
             if not isinstance(update, SessionUpdate):
                 raise TypeError(f"append returned {type(update).__name__}, not a SessionUpdate")
             update.ids = as_token_array(update.ids)
@@ -85,7 +92,8 @@ class LocalExecutor(ExecutorBase):
         if session is None:
             return Failure("error", "SessionLost", f"no open session {key!r}")
         try:
-            return session.state()
+            with ends_process_after(self._deadline_s):
+                return session.state()
         except _NOT_OURS:
             raise
         except BaseException as exc:
@@ -95,7 +103,8 @@ class LocalExecutor(ExecutorBase):
         session = self._sessions.pop(key, None)
         if session is not None:
             try:
-                session.close()
+                with ends_process_after(self._deadline_s):
+                    session.close()
             except Exception:
                 pass
 
@@ -103,7 +112,8 @@ class LocalExecutor(ExecutorBase):
         if not self.capabilities.decode:
             return None
         try:
-            return self.engine.token_bytes(ids)
+            with ends_process_after(self._deadline_s):
+                return self.engine.token_bytes(ids)
         except _NOT_OURS:
             raise
         except BaseException:
@@ -114,7 +124,8 @@ class LocalExecutor(ExecutorBase):
 
     def run_notes(self) -> dict:
         try:
-            notes = dict(self.engine.run_notes())
+            with ends_process_after(self._deadline_s):
+                notes = dict(self.engine.run_notes())
         except _NOT_OURS:
             raise
         except BaseException as exc:  # notes are reporting only; never lose the run for them

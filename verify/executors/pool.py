@@ -29,6 +29,12 @@ class EngineOptions:
     memory_limit_mb: int | None = None  # address-space limit per engine worker (isolated only)
     threads: int | None = None  # threads each engine's own pool may use; None = its default
     load_timeout_s: float = DEFAULT_LOAD_TIMEOUT_S  # building an engine that takes longer is a hang
+    # with ``isolate``: the shard workers of ``ProcessShards`` may be the crash boundary instead
+    # (``verify.executors.workers.speculating``), their engines in their own process, and a worker that
+    # crashes or passes the hang deadline has its shard run again with isolated engines; every other
+    # process (the driver's triage, a Ray actor) still isolates. A speculating worker's own options are
+    # ``isolate=False, speculate=True``: in-process engines whose calls have the hang deadline
+    speculate: bool = False
 
     def with_(self, **changes) -> "EngineOptions":
         return replace(self, **changes)
@@ -39,7 +45,7 @@ class EngineOptions:
 
     def as_dict(self) -> dict[str, Any]:
         return {"isolate": self.isolate, "timeout_s": self.timeout_s, "memory_limit_mb": self.memory_limit_mb,
-                "threads": self.threads, "load_timeout_s": self.load_timeout_s}
+                "threads": self.threads, "load_timeout_s": self.load_timeout_s, "speculate": self.speculate}
 
 
 def _parsed_or_text(spec: EngineSpec | str) -> EngineSpec | str:
@@ -82,7 +88,8 @@ def start_executor(spec: EngineSpec | str, options: EngineOptions) -> Executor:
         raise
     except Exception as exc:  # the engine's own code raised while loading: its problem, not ours
         raise EngineLoadError(f"engine '{spec}' failed to load: {type(exc).__name__}: {exc}") from exc
-    return LocalExecutor(engine)
+    # a speculating worker's engine calls have the hang deadline: past it, the worker ends (SIGALRM)
+    return LocalExecutor(engine, call_deadline_s=options.timeout_s if options.speculate else None)
 
 
 @dataclass
@@ -138,7 +145,9 @@ class EnginePool:
 
     def notes(self) -> dict[str, dict[str, Any]]:
         """Per engine: how it ran (isolated, worker restarts) and what it reports (its run notes)."""
-        out = {spec: {"isolated": self.options.isolate, "worker_restarts": ex.restarts, **ex.run_notes()}
+        # what a crash would end: the engine's own worker, or (speculating) the shard worker
+        isolated = "worker" if self.options.speculate and not self.options.isolate else self.options.isolate
+        out = {spec: {"isolated": isolated, "worker_restarts": ex.restarts, **ex.run_notes()}
                for spec, ex in self.executors.items()}
         return out | {spec: {"not_loaded": why} for spec, why in self.not_loaded.items()}
 

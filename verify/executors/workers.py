@@ -10,6 +10,13 @@ engine, ``verify.executors.base``; a *shard runner* runs whole shards on every e
                  run again on a worker whose engines are isolated, so the sample that
                  killed it becomes a finding; a shard that fails twice is reported
                  failed, never counted.
+                 Speculating (``EngineOptions.speculate``, a ledger run): the worker is
+                 the crash boundary even for isolated engines. Its engines run in its own
+                 process (no texts and ids between processes per batch), each call under the
+                 hang deadline (``verify.executors.call_deadline``); a worker that crashes or
+                 passes the deadline is replaced as above, and its shard runs again with
+                 isolated engines, which attribute the crash or hang to its sample. With
+                 ``--workers 1`` that is one worker process.
 
 Both run each shard with the run's task (``WorkerSetup.task``, the hunt's function) and
 hand every ``ShardResult`` to ``on_result`` in the calling process, which commits it. Engines that thread internally are pinned to an even share of the
@@ -31,6 +38,7 @@ from typing import Any, Sequence
 
 from verify.corpora.shards import Shard
 from verify.errors import VerifyError
+from verify.executors.call_deadline import HANG_SIGNAL
 from verify.executors.devices import DeviceWorkers, device_specs
 from verify.executors.lifeline import Lifeline, kill_tree
 from verify.executors.notes import merge_notes
@@ -134,6 +142,8 @@ class _Worker:
 
 
 def _exit(code: int | None) -> str:
+    if code == -HANG_SIGNAL:  # a speculating worker's engine call passed the hang deadline
+        return f"exit code {code}: an engine call passed --timeout"
     return f"exit code {code}" + (" (killed: out of memory?)" if code == -9 else "")
 
 
@@ -190,7 +200,7 @@ class ProcessShards:
         return worker
 
     def _isolated(self) -> WorkerSetup:
-        return replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True))
+        return replace(self.setup, engine_options=self.setup.engine_options.with_(isolate=True, speculate=False))
 
     def start(self) -> Started:
         """Start every worker; each loads every engine. All must agree on what loaded."""
@@ -379,6 +389,10 @@ class ProcessShards:
 def make_shard_runner(setup: WorkerSetup, workers: int, executor: str = "local", ray: RayOptions | None = None):
     """The shard runner a run asked for: ``local`` (this process, or N worker processes)
     or ``ray`` (actors of a Ray cluster, ``verify.executors.ray_shards``)."""
+    options = setup.engine_options
+    if options.speculate and options.isolate and executor == "local" and speculating(setup):
+        return ProcessShards(replace(setup, engine_options=options.with_(isolate=False)), max(1, workers))
+    setup = replace(setup, engine_options=options.with_(speculate=False))  # isolated means isolated there
     if executor == "ray":
         from verify.executors.ray_shards import RayShards
 
@@ -388,6 +402,13 @@ def make_shard_runner(setup: WorkerSetup, workers: int, executor: str = "local",
     if workers <= 1:
         return InlineShards(setup)
     return ProcessShards(setup, workers)
+
+
+def speculating(setup: WorkerSetup) -> bool:
+    """Whether shard workers may be the crash boundary of a run that asked for isolated engines:
+    not with a memory limit (it is per engine process) nor with engines on a device (they live in
+    their device worker)."""
+    return setup.engine_options.memory_limit_mb is None and not device_specs(setup.specs)
 
 
 def default_workers() -> int:

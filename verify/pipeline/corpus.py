@@ -82,8 +82,11 @@ class RunOptions:
 
     def engine_options(self) -> EngineOptions:
         loading = {"load_timeout_s": self.load_timeout_s} if self.load_timeout_s else {}
+        # a ledger run's engines are mostly the candidates re-encoding what agreed before: there an
+        # engine process per engine would cost more than the engines (bench/README.md), so its shard
+        # workers are the crash boundary (``EngineOptions.speculate``)
         return EngineOptions(isolate=self.isolate, timeout_s=self.timeout_s or DEFAULT_TIMEOUT_S,
-                             memory_limit_mb=self.memory_limit_mb, **loading)
+                             memory_limit_mb=self.memory_limit_mb, speculate=bool(self.ledger), **loading)
 
     def job(self) -> JobOptions:
         return JobOptions(out=Path(self.out), engine=self.engine_options(), workers=self.workers,
