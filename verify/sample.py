@@ -54,7 +54,10 @@ class Sample:
 
     @property
     def is_plain(self) -> bool:
-        return all(not s.allow_special for s in self.segments)
+        segments = self.segments
+        if len(segments) == 1:  # a corpus record: asked of every sample by every executor
+            return not segments[0].allow_special
+        return not any(s.allow_special for s in segments)
 
     def to_json(self) -> dict:
         return {

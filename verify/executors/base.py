@@ -105,7 +105,7 @@ class ExecutorBase:
             self._runnable = None if samples else []
             runnable = samples
         else:
-            self._runnable = [i for i, s in enumerate(samples) if can_run(self.capabilities, s)]
+            self._runnable = [i for i, s in enumerate(samples) if s.is_plain]  # can_run without special tokens
             runnable = [samples[i] for i in self._runnable]
             if len(runnable) == len(samples):
                 self._runnable = None if samples else []
