@@ -15,13 +15,22 @@ from conftest import run_cli
 from test_pipeline import PLUGIN  # noqa: E402  the tiny tokenizer with one planted bug ('ß')
 
 
-def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300", isolated=False):
-    """``isolated``: engines in their own processes, where the candidate's process checks its ids
-    against the ledger's digests and answers 'matched' instead of sending them back."""
+ENGINES = {"in-process": ("--in-process",),
+           # a ledger run's default: the engines in the shard worker, the worker the crash boundary
+           "worker": (),
+           # a memory limit is per engine process, so it keeps every engine in its own: there the
+           # candidate's process checks its ids against the ledger's digests and answers 'matched'
+           "isolated": ("--memory-limit-mb", "16384")}
+
+
+def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300", isolated=False,
+        engines="in-process"):
+    """``isolated``: ``engines="isolated"`` (see ``ENGINES``)."""
+    engines = "isolated" if isolated else engines
     (plugin_dir / "ledger_plugin.py").write_text(PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
     proc = run_cli("run", "--reference", tiny_spec, "--candidate", "python:ledger_plugin:planted", "--corpus",
                    "default", "--limit", limit, "--out", str(tmp_path / out), "--no-progress",
-                   "--minimize-budget", "0", *(() if isolated else ("--in-process",)), *extra)
+                   "--minimize-budget", "0", *ENGINES[engines], *extra)
     manifest = json.loads((tmp_path / out / "manifest.json").read_text())
     keys = [json.loads(line)["finding_key"] for line in
             (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
@@ -35,7 +44,7 @@ def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, t
     plain, plain_manifest, plain_keys, _ = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "plain")
     first, m1, k1, s1 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "first", "--ledger", ledger)
     again, m2, k2, s2 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "again", "--ledger", ledger,
-                            "--workers", "2")
+                            "--workers", "2", engines="worker")
     # isolated: the candidate's process matches its ids against the entries and sends back only the others
     iso, m3, k3, s3 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "isolated", "--ledger", ledger,
                           isolated=True)
@@ -46,6 +55,9 @@ def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, t
         assert "corrupt" not in session["ledger"]
     assert plain_manifest["counts"] == m1["counts"] == m2["counts"] == m3["counts"] and m2["counts"]["diverged"] > 0
     assert plain_keys == k1 == k2 == k3
+    # what a crash would have ended: the shard worker (the ledger run's default), each engine's own process
+    assert {n["isolated"] for n in m2["engine_notes"].values()} == {"worker"}
+    assert {n["isolated"] for n in m3["engine_notes"].values()} == {True}
     for out in ("again", "isolated"):
         records = [json.loads(line) for line in (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]
         assert all(r["token_index"] is not None and r["expected"]["ids"] for r in records)  # located from fresh ids

@@ -21,11 +21,34 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import run_cli
 from test_ledger import run
 from verify.keys import ids_digest
-from verify.ledger import DEFAULT_AUDIT_RATE, Ledger, audited, partition_of
+from verify.ledger import DEFAULT_AUDIT_RATE, Ledger, PartitionEntries, audited, partition_of
+
+# keys that differ only in trailing zero bytes, and the all-zero key: a byte-string type that padded
+# or stripped would mix them up
+NEAR_KEYS = [bytes(16), b"a" * 15 + b"\0", b"a" * 15 + b"\1", b"a" * 14 + b"\0\0", b"\0" * 15 + b"\1"]
+KEYS = st.binary(min_size=16, max_size=16) | st.sampled_from(NEAR_KEYS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(KEYS, st.integers(0, 2**32 - 1)), max_size=40), st.lists(KEYS, max_size=10))
+def test_a_partitions_entries_answer_as_a_dict_in_which_later_rows_win(rows, others):
+    """The batch lookup (sorted keys, one search per batch) answers exactly as the dict it replaced."""
+    digests = [i.to_bytes(16, "little") for i in range(len(rows))]
+    expected = {key: (digest, length) for (key, length), digest in zip(rows, digests)}  # later rows win
+    entries = PartitionEntries(b"".join(k for k, _ in rows), b"".join(digests),
+                               np.array([n for _, n in rows], dtype=np.int64))
+    asked = [k for k, _ in rows] + others
+    assert len(entries) == len(expected)
+    for key, found in zip(asked, entries.find(asked)):
+        assert entries.get(key) == expected.get(key) and (key in entries) == (key in expected)
+        want = expected.get(key)
+        assert (found is None) if want is None else (found.digest, found.length) == (want[0].hex(), want[1])
 
 
 def findings(out: Path) -> list[dict]:

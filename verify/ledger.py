@@ -49,10 +49,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+import numpy as np
 import xxhash
 
 from verify.errors import ConfigError, UsageError
 from verify.keys import KEYS_VERSION, engine_key
+from verify.outcome import Recorded
 
 SCHEMA = "verify.ledger/1"
 IDENTITY_FILE = "identity.json"
@@ -114,6 +116,61 @@ class _Unusable(Exception):
 
 class _Vanished(Exception):
     """A part removed between listing and reading it (``compact`` elsewhere): not corruption."""
+
+
+def _fixed_bytes(column) -> bytes:
+    """The raw values of a ``binary(16)`` column (no nulls: the schema is checked), end to end."""
+    if not len(column):
+        return b""
+    return column.buffers()[1].to_pybytes()[column.offset * 16:(column.offset + len(column)) * 16]
+
+
+class PartitionEntries:
+    """A partition's entries as arrays: the input keys sorted (``S16`` compares as 16 raw bytes),
+    each with the row of its digest and length, the last row winning where an input repeats (later
+    parts are later rows). ``find`` answers a whole batch with one search; ``get``, ``in`` and
+    ``[]`` answer one key."""
+
+    def __init__(self, keys: bytes, digests: bytes, lengths: np.ndarray):
+        listed = np.frombuffer(keys, dtype="S16")
+        order = np.argsort(listed, kind="stable")  # equal keys keep their row order: the last is the newest
+        ordered = listed[order]
+        last = np.ones(len(ordered), dtype=bool)
+        last[:-1] = ordered[1:] != ordered[:-1]
+        self._keys, self._rows = ordered[last], order[last]
+        self._digests, self._lengths = digests, lengths
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _rows_of(self, keys: list[bytes]) -> np.ndarray:
+        """The row of each key, -1 where there is none."""
+        if not keys or not len(self._keys):
+            return np.full(len(keys), -1, dtype=np.int64)
+        wanted = np.frombuffer(b"".join(keys), dtype="S16")
+        at = np.minimum(np.searchsorted(self._keys, wanted), len(self._keys) - 1)
+        return np.where(self._keys[at] == wanted, self._rows[at], -1)
+
+    def find(self, keys: list[bytes]) -> list[Recorded | None]:
+        """Each key's entry as the reference's ``Recorded`` outcome, None where the ledger has none."""
+        digests, lengths = self._digests, self._lengths
+        return [None if row < 0 else Recorded(digests[row * 16:row * 16 + 16].hex(), int(lengths[row]))
+                for row in self._rows_of(keys).tolist()]
+
+    def get(self, key: bytes, default=None) -> tuple[bytes, int] | None:
+        if len(key) != 16:
+            return default
+        row = int(self._rows_of([key])[0])
+        return default if row < 0 else (self._digests[row * 16:row * 16 + 16], int(self._lengths[row]))
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, bytes) and self.get(key) is not None
+
+    def __getitem__(self, key: bytes) -> tuple[bytes, int]:
+        entry = self.get(key)
+        if entry is None:
+            raise KeyError(key)
+        return entry
 
 
 @dataclass
@@ -238,14 +295,16 @@ class Ledger:
                 if bad is not None:
                     bad.append(BadPart(self._relative(part), str(why)))
 
-    def lookup(self, partition: str, bad: list[BadPart] | None = None) -> dict[bytes, tuple[bytes, int]]:
+    def lookup(self, partition: str, bad: list[BadPart] | None = None) -> "PartitionEntries":
         """Every entry of a partition's usable parts (later parts win where one input repeats);
         the parts skipped are appended to ``bad``."""
-        out: dict[bytes, tuple[bytes, int]] = {}
+        keys, digests, lengths = [], [], []
         for _, table, _ in self._tables(partition, bad):
-            keys, digests, lengths = (table.column(c).to_pylist() for c in COLUMNS)
-            out.update(zip(keys, zip(digests, lengths)))  # one C loop, not a Python step per entry
-        return out
+            for column, into in zip(COLUMNS, (keys, digests, lengths)):
+                into.append(table.column(column).combine_chunks())
+        return PartitionEntries(b"".join(_fixed_bytes(k) for k in keys), b"".join(_fixed_bytes(d) for d in digests),
+                                np.concatenate([np.asarray(n, dtype=np.int64) for n in lengths]) if lengths
+                                else np.zeros(0, dtype=np.int64))
 
     def append(self, partition: str, entries: Iterable[Entry]) -> int:
         """Write ``entries`` as a new part of a partition: its checksum first, then the part,

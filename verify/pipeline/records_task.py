@@ -7,7 +7,7 @@ itself, so it runs the same in this process, in a worker process, or in a Ray ac
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from verify.batches import batched, encode_all
 from verify.fresh_check import FreshCheck
@@ -22,7 +22,10 @@ from verify.rundir.result import ShardResult
 from verify.rundir.status import shard_heartbeat
 from verify.sample import BadRecord, Sample
 
-def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dict[bytes, tuple[bytes, int]],
+if TYPE_CHECKING:
+    from verify.ledger import PartitionEntries
+
+def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: "PartitionEntries",
                        result: ShardResult, audit_rate: float = 0.0, audit_seed: int = 0) -> list[list]:
     """Every engine on one batch, the reference only on inputs the ledger has no entry for
     and on the audited hits (``verify.ledger.audited``: a deterministic sample at
@@ -35,14 +38,8 @@ def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: dic
 
     reference, candidates = executors[0], executors[1:]
     keys = [input_digest(s.segments) for s in samples]
-    ref_out: list = [None] * len(samples)  # the entry for each hit, then what stands for the reference's ids
-    misses = []
-    for i, key in enumerate(keys):
-        entry = recorded.get(key)
-        if entry is None:
-            misses.append(i)
-        else:
-            ref_out[i] = Recorded(entry[0].hex(), entry[1])
+    ref_out: list = recorded.find(keys)  # the entry for each hit, then what stands for the reference's ids
+    misses = [i for i, entry in enumerate(ref_out) if entry is None]
     audits = [i for i, k in enumerate(keys) if ref_out[i] is not None and audited(k, audit_rate, audit_seed)]
     reference.submit([samples[i] for i in misses + audits])  # one reference call for both
     expected = list(ref_out)  # an isolated candidate's process checks its ids against the entries
