@@ -139,6 +139,8 @@ class PartitionEntries:
         last[:-1] = ordered[1:] != ordered[:-1]
         self._keys, self._rows = ordered[last], order[last]
         self._digests, self._lengths = digests, lengths
+        # what ``find`` hands out per hit, made once per partition: hex digests, lengths as ints
+        self._hex, self._length_list = digests.hex(), lengths.tolist()
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -153,8 +155,8 @@ class PartitionEntries:
 
     def find(self, keys: list[bytes]) -> list[Recorded | None]:
         """Each key's entry as the reference's ``Recorded`` outcome, None where the ledger has none."""
-        digests, lengths = self._digests, self._lengths
-        return [None if row < 0 else Recorded(digests[row * 16:row * 16 + 16].hex(), int(lengths[row]))
+        digests, lengths = self._hex, self._length_list
+        return [None if row < 0 else Recorded(digests[row * 32:row * 32 + 32], lengths[row])
                 for row in self._rows_of(keys).tolist()]
 
     def get(self, key: bytes, default=None) -> tuple[bytes, int] | None:
