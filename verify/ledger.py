@@ -138,9 +138,8 @@ class PartitionEntries:
         last = np.ones(len(ordered), dtype=bool)
         last[:-1] = ordered[1:] != ordered[:-1]
         self._keys, self._rows = ordered[last], order[last]
-        self._digests, self._lengths = digests, lengths
         # what ``find`` hands out per hit, made once per partition: hex digests, lengths as ints
-        self._hex, self._length_list = digests.hex(), lengths.tolist()
+        self._digests, self._hex, self._lengths = digests, digests.hex(), lengths.tolist()
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -155,7 +154,7 @@ class PartitionEntries:
 
     def find(self, keys: list[bytes]) -> list[Recorded | None]:
         """Each key's entry as the reference's ``Recorded`` outcome, None where the ledger has none."""
-        digests, lengths = self._hex, self._length_list
+        digests, lengths = self._hex, self._lengths
         return [None if row < 0 else Recorded(digests[row * 32:row * 32 + 32], lengths[row])
                 for row in self._rows_of(keys).tolist()]
 
@@ -163,7 +162,7 @@ class PartitionEntries:
         if len(key) != 16:
             return default
         row = int(self._rows_of([key])[0])
-        return default if row < 0 else (self._digests[row * 16:row * 16 + 16], int(self._lengths[row]))
+        return default if row < 0 else (self._digests[row * 16:row * 16 + 16], self._lengths[row])
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None
