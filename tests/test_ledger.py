@@ -23,10 +23,8 @@ ENGINES = {"in-process": ("--in-process",),
            "isolated": ("--memory-limit-mb", "16384")}
 
 
-def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300", isolated=False,
-        engines="in-process"):
-    """``isolated``: ``engines="isolated"`` (see ``ENGINES``)."""
-    engines = "isolated" if isolated else engines
+def run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, *extra, limit="300", engines="in-process"):
+    """``engines``: how the engines run (``ENGINES``)."""
     (plugin_dir / "ledger_plugin.py").write_text(PLUGIN.replace("PATH", repr(str(tiny_tokenizer_json))))
     proc = run_cli("run", "--reference", tiny_spec, "--candidate", "python:ledger_plugin:planted", "--corpus",
                    "default", "--limit", limit, "--out", str(tmp_path / out), "--no-progress",
@@ -47,7 +45,7 @@ def test_a_rerun_encodes_nothing_on_the_reference_and_finds_the_same(tmp_path, t
                             "--workers", "2", engines="worker")
     # isolated: the candidate's process matches its ids against the entries and sends back only the others
     iso, m3, k3, s3 = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "isolated", "--ledger", ledger,
-                          isolated=True)
+                          engines="isolated")
     assert plain.returncode == first.returncode == again.returncode == iso.returncode == 1
     assert s1["ledger"]["encoded"] == 300 and s1["ledger"]["hits"] == 0
     for session in (s2, s3):
@@ -73,9 +71,10 @@ def test_a_tampered_entry_is_ledger_corruption_not_a_verified_sample(tmp_path, t
     digests[0] = bytes(16)  # one entry now records other ids, its checksum fixed up (test_ledger_integrity: without)
     pq.write_table(table.set_column(1, "ids_digest", pa.array(digests, pa.binary(16))), part)
     (part.parent / (part.name + ".sha256")).write_text(hashlib.sha256(part.read_bytes()).hexdigest() + "\n")
-    for out, isolated in (("again", False), ("again-isolated", True)):  # the candidates' mismatch alone finds it
+    # the candidates' mismatch alone finds it
+    for out, engines in (("again", "in-process"), ("again-isolated", "isolated")):
         proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, out, "--ledger",
-                                   str(ledger), "--ledger-audit", "0", isolated=isolated)
+                                   str(ledger), "--ledger-audit", "0", engines=engines)
         assert proc.returncode == 1
         assert session["ledger"]["corrupt"] == 1
         records = [json.loads(line) for line in (tmp_path / out / "divergences.jsonl").read_text().split("\n") if line]

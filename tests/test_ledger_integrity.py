@@ -109,7 +109,7 @@ def test_forged_entries_are_caught_by_the_audit_never_verified(tmp_path, tiny_sp
     # isolated engines: the candidate's own process finds its ids equal to the forged entries (it answers
     # 'matched', its ids never come back), and still not one is counted verified
     proc, m2, _, session = run(tmp_path, tiny_spec, plugin_dir, tiny_tokenizer_json, "audited", "--ledger",
-                               str(ledger), "--ledger-audit", "1", isolated=True)
+                               str(ledger), "--ledger-audit", "1", engines="isolated")
     assert proc.returncode == 1
     assert session["ledger"]["hits"] == 300 and session["ledger"]["audited"] == 300
     assert session["ledger"]["corrupt"] == 5

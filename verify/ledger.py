@@ -122,7 +122,7 @@ def _fixed_bytes(column) -> bytes:
     """The raw values of a ``binary(16)`` column (no nulls: the schema is checked), end to end."""
     if not len(column):
         return b""
-    return column.buffers()[1].to_pybytes()[column.offset * 16:(column.offset + len(column)) * 16]
+    return column.buffers()[1].slice(column.offset * 16, len(column) * 16).to_pybytes()
 
 
 class PartitionEntries:
@@ -139,7 +139,7 @@ class PartitionEntries:
         last[:-1] = ordered[1:] != ordered[:-1]
         self._keys, self._rows = ordered[last], order[last]
         # what ``find`` hands out per hit, made once per partition: hex digests, lengths as ints
-        self._digests, self._hex, self._lengths = digests, digests.hex(), lengths.tolist()
+        self._hex, self._lengths = digests.hex(), lengths.tolist()
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -162,7 +162,7 @@ class PartitionEntries:
         if len(key) != 16:
             return default
         row = int(self._rows_of([key])[0])
-        return default if row < 0 else (self._digests[row * 16:row * 16 + 16], self._lengths[row])
+        return default if row < 0 else (bytes.fromhex(self._hex[row * 32:row * 32 + 32]), self._lengths[row])
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, bytes) and self.get(key) is not None

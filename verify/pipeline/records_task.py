@@ -25,6 +25,7 @@ from verify.sample import BadRecord, Sample
 if TYPE_CHECKING:
     from verify.ledger import PartitionEntries
 
+
 def encode_with_ledger(executors: Sequence, samples: list[Sample], recorded: "PartitionEntries",
                        result: ShardResult, audit_rate: float = 0.0, audit_seed: int = 0) -> list[list]:
     """Every engine on one batch, the reference only on inputs the ledger has no entry for
