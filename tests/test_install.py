@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -150,13 +151,42 @@ def test_a_missing_extra_is_one_line_naming_it_and_exit_2(base_install, tmp_path
     assert extra in line
 
 
+# The nightly suite's sizes, made small: what this test shows is that every check of the committed
+# suite runs from the base install to a verdict, not how long a night is (its full sizes take four
+# minutes of the suite's time; tests/test_gate_init.py sizes suites, tests/test_gate.py runs each kind)
+SMALL_NIGHT = {r"^sample = 0\.2$": "sample = 0.02", r"^examples = 400$": "examples = 40",
+               r"^seconds = 30$": "seconds = 10", r"^full = true$": 'range = ["0000", "1000"]',
+               r"^limit = 2000$": "limit = 200", r"^limit = 100$": "limit = 10",
+               r"^stress_seconds = 10$": "stress_seconds = 2", r"^max_chars = 100000$": "max_chars = 2000",
+               r"^k = 3$": "k = 2"}
+
+
+def small_nightly_suite(checkout: Path) -> Path:
+    """ci/nightly.toml with every size made small, beside it (its allowlist is found the same way)."""
+    from verify.gate.suite import load_suite
+
+    text = (checkout / "ci" / "nightly.toml").read_text(encoding="utf-8")
+    for pattern, small in SMALL_NIGHT.items():
+        text, n = re.subn(pattern + r"(?=\s|$)", small, text, flags=re.M)
+        assert n == 1, f"ci/nightly.toml no longer has one {pattern!r}: update SMALL_NIGHT"
+    small = checkout / "ci" / "nightly-small.toml"
+    small.write_text(text, encoding="utf-8")
+    committed, shrunk = load_suite(checkout / "ci" / "nightly.toml"), load_suite(small)
+    assert [(c.name, c.kind) for c in shrunk.checks] == [(c.name, c.kind) for c in committed.checks]
+    return small
+
+
 def test_the_nightly_gate_runs_to_a_verdict_once_its_candidate_is_installed(base_install, tmp_path):
-    """As ci/github-actions-nightly.yml does it: `pip install .`, then the candidate."""
-    venv, _ = base_install
+    """As ci/github-actions-nightly.yml does it: `pip install .`, then the candidate; every check of
+    the committed suite, at small sizes."""
+    venv, checkout = base_install
     _pip(venv, "gigatoken==0.10.0")
-    proc = verify(base_install, "gate", "ci/nightly.toml", "--out", str(tmp_path / "gate"), timeout=1800)
+    suite = small_nightly_suite(checkout)
+    proc = verify(base_install, "gate", str(suite), "--out", str(tmp_path / "gate"), timeout=1800)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     gate = json.loads((tmp_path / "gate" / "gate.json").read_text())
+    assert [c["name"] for c in gate["checks"]] == [c["name"] for c in gate["checks"] if not c.get("cut")] == \
+        re.findall(r'^name = "(.+)"$', suite.read_text(encoding="utf-8"), re.M)[1:]  # every check ran, none cut
     assert gate["verdict"] in ("pass", "fail") and not [c for c in gate["checks"] if c["status"] == "error"], \
         [(c["name"], c.get("note")) for c in gate["checks"] if c["status"] == "error"]
 

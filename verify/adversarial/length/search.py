@@ -168,8 +168,9 @@ class FamilySearch:
         delta, findings = compare_batch(samples, [ref_out, *outs], sides, self.source)
         self.result.counts.add(delta)
         if keep:
+            where = {id(s): i for i, s in enumerate(samples)}  # by identity: a finding carries its sample
             for finding in self.fresh.confirm(findings):
-                extra = fields[samples.index(finding.sample)] if fields else {}
+                extra = fields[where[id(finding.sample)]] if fields else {}
                 finding.fields["length"] = {**extra, "family": self.family.name}
                 self.result.findings.append(finding)
         return [[is_ids(r) and not agree(r, o) for r, o in zip(ref_out, out)] for out in outs]

@@ -36,7 +36,7 @@ def _reference():
 def encode(text: str) -> list[int]:
     if not text:
         return []
-    return [int(i) for i in _reference().encoding.encode_ordinary(text)]
+    return _reference().encoding.encode_ordinary(text)  # a new list of ints each call
 
 
 class _Planted:

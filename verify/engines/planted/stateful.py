@@ -41,7 +41,7 @@ def _encoding():
 
 
 def encode(text: str) -> list[int]:
-    return [int(i) for i in _encoding().encode_ordinary(text)] if text else []
+    return _encoding().encode_ordinary(text) if text else []  # a new list of ints each call
 
 
 def _env(name: str) -> int:
