@@ -9,8 +9,11 @@ cut into documents of 1-8 KB; nothing third-party is committed. Reference
 ``tiktoken:cl100k_base``, candidate ``gigatoken:cl100k_base``.
 
 Rows (each in a fresh process; engine start-up is excluded everywhere: an in-process row
-times only its loop, a `verify run` row subtracts the CPU of the same command on a corpus of
-one record):
+times only its loop; a `verify run` row subtracts the CPU of the same command on as many shards
+of a few documents each, so that what a shard costs whatever its size -- its ledger partition,
+its commit, up to three fresh re-checks of one engine's findings, each a fresh process's first
+call -- is printed apart, per shard, and the CPU per MB is what grows with the corpus: a
+terabyte corpus's shards hold ~400 MB of text each, the mirror's 16):
 
   read                 the tool's own reader, every record of every shard
   read+cand-own        reading + gigatoken's own fastest batch call (flat uint32 array)
@@ -55,6 +58,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -69,6 +73,9 @@ REFERENCE, CANDIDATE, DIVERGING = "tiktoken:cl100k_base", "gigatoken:cl100k_base
 PARTITIONS = ("quality=high/kind=actual", "quality=medium/kind=actual", "quality=low/kind=synthetic")
 TEXT_SUFFIXES = (".py", ".txt", ".rst", ".md", ".html", ".c", ".h")
 BATCH = 64  # the run's default --batch-size
+# documents per small shard: more than the 3 fresh re-checks a shard makes of an engine whose findings
+# all reproduce (``verify.fresh_check.NO_HISTORY_AFTER``), so every per-shard cost is in the small shards
+SMALL_SHARD_DOCS = 6
 
 
 # --- the corpus -------------------------------------------------------------------------------
@@ -113,16 +120,18 @@ def write_file(path: Path, docs, prefix: str) -> tuple[int, int]:
     return len(lines), text_bytes
 
 
-def build_mirror(root: Path, total_mb: float, file_mb: float) -> float:
-    """A Nemotron-CC-shaped mirror of about ``total_mb`` MB of text; returns its text MB."""
-    docs = machine_text(int(total_mb * 1e6))
+def build_mirror(root: Path, total_mb: float, file_mb: float, files: int | None = None,
+                 docs_per_file: int | None = None) -> float:
+    """A Nemotron-CC-shaped mirror of about ``total_mb`` MB of text in files of ``file_mb``, or of
+    ``files`` files of ``docs_per_file`` documents each; returns its text MB."""
+    docs = machine_text(int(total_mb * 1e6) if files is None else 10**12)
     rels, total, n = [], 0, 0
-    while True:
+    while files is None or n < files:
         chunk, size = [], 0
         for doc in docs:
             chunk.append(doc)
             size += len(doc.encode())
-            if size >= file_mb * 1e6:
+            if (size >= file_mb * 1e6) if docs_per_file is None else len(chunk) >= docs_per_file:
                 break
         if not chunk:
             break
@@ -200,29 +209,56 @@ def run_cpu(root: Path, out: Path, candidate: str, env: dict[str, str], *extra: 
     return children_cpu() - before
 
 
-def run_row(root: Path, tiny: Path, tmp: Path, env: dict[str, str], name: str, candidate: str, *extra: str,
-            ledger: tuple[str, str] | None = None) -> float:
-    """CPU of the run on the corpus minus the CPU of the same command on one record (start-up)."""
-    big_extra, tiny_extra = list(extra), list(extra)
-    if ledger is not None:
-        big_extra += ["--ledger", ledger[0]]
-        tiny_extra += ["--ledger", ledger[1]]
-    full = run_cpu(root, tmp / f"{name}-out", candidate, env, *big_extra)
-    start = run_cpu(tiny, tmp / f"{name}-tiny", candidate, env, *tiny_extra)
-    return max(full - start, 0.0)
+def run_row(corpora: "Corpora", tmp: Path, env: dict[str, str], name: str, candidate: str, *extra: str,
+            ledger: tuple[str, str, str] | None = None) -> dict[str, float]:
+    """CPU of the `verify run` on the corpus (``out``), on as many shards of a few documents each
+    (``shards``) and on one such shard (``one``): see ``per_mb_and_shard``."""
+    commands = [("out", corpora.root), ("shards", corpora.small), ("one", corpora.one)]
+    cpu = {}
+    for n, (label, root) in enumerate(commands):
+        more = list(extra) + (["--ledger", ledger[n]] if ledger is not None else [])
+        cpu[label] = run_cpu(root, tmp / f"{name}-{label}", candidate, env, *more)
+    return cpu
+
+
+def per_mb_and_shard(runs: list[dict[str, float]], corpora: "Corpora") -> tuple[float, float]:
+    """(CPU per MB, CPU per shard) of a `verify run` row from its repetitions: each command's
+    least CPU (a shared machine only adds), the corpus's less the small shards' per MB of the
+    difference -- start-up and what each shard costs whatever its size are not per MB -- and what
+    a shard costs, the small shards' less one's. A terabyte corpus's shards are ~400 MB of text
+    each, the mirror's ``--file-mb``: the per-MB figure is the one that scales."""
+    least = {label: min(run[label] for run in runs) for label in runs[0]}
+    per_mb = max(least["out"] - least["shards"], 0.0) / (corpora.mb - corpora.small_mb)
+    per_shard = max(least["shards"] - least["one"], 0.0) / max(1, corpora.files - 1)
+    return per_mb, per_shard
+
+
+@dataclass(frozen=True)
+class Corpora:
+    """The measured mirror, as many shards of a few documents each, and one such shard."""
+
+    root: Path
+    mb: float
+    files: int
+    small: Path
+    small_mb: float
+    one: Path
 
 
 IN_PROCESS_ROWS = ("read", "read+cand-own", "read+ref-own", "read+both-own", "read+cand-adapter")
 
 
-def measure_rows(root: Path, tiny: Path, tmp: Path, env: dict[str, str], repeat: int) -> dict[str, list[float]]:
+def measure_rows(corpora: Corpora, tmp: Path, env: dict[str, str], repeat: int
+                 ) -> tuple[dict[str, list[float]], dict[str, list[dict[str, float]]]]:
     """Every row ``repeat`` times, the rows taking turns (a slow minute of a shared machine then
-    falls on every row alike); each repetition fills a new ledger, which its re-runs read."""
+    falls on every row alike); each repetition fills new ledgers, which its re-runs read.
+    Returns the in-process rows' CPU per MB and the `verify run` rows' ``run_row``s, by row."""
     cpu: dict[str, list[float]] = {}
+    run_cpus: dict[str, list[dict[str, float]]] = {}
     for rep in range(repeat):
         for row in IN_PROCESS_ROWS:
-            cpu.setdefault(row, []).append(in_process_row(row, root, env))
-        ledger = (str(tmp / f"ledger-{rep}"), str(tmp / f"ledger-tiny-{rep}"))
+            cpu.setdefault(row, []).append(in_process_row(row, corpora.root, env) / corpora.mb)
+        ledger = tuple(str(tmp / f"ledger-{label}-{rep}") for label in ("out", "shards", "one"))
         rows = [("run", CANDIDATE, ("--in-process",), None),
                 ("run-diverge", DIVERGING, ("--in-process",), None),
                 ("ledger-fill", CANDIDATE, ("--in-process",), ledger),
@@ -230,10 +266,12 @@ def measure_rows(root: Path, tiny: Path, tmp: Path, env: dict[str, str], repeat:
                 ("ledger-rerun-no-audit", CANDIDATE, ("--in-process", "--ledger-audit", "0"), ledger),
                 ("ledger-rerun-iso", CANDIDATE, (), ledger)]
         for name, candidate, extra, with_ledger in rows:
-            cpu.setdefault(name, []).append(run_row(root, tiny, tmp, env, name, candidate, *extra, ledger=with_ledger))
-        print(f"repetition {rep + 1}/{repeat}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in cpu.items()),
-              file=sys.stderr, flush=True)
-    return cpu
+            run_cpus.setdefault(name, []).append(run_row(corpora, tmp, env, name, candidate, *extra,
+                                                         ledger=with_ledger))
+        print(f"repetition {rep + 1}/{repeat}: " + ", ".join(f"{k} {v[-1]:.4f}" for k, v in cpu.items()) + ", "
+              + ", ".join(f"{k} {v[-1]['out']:.2f}/{v[-1]['shards']:.2f}/{v[-1]['one']:.2f} s"
+                          for k, v in run_cpus.items()), file=sys.stderr, flush=True)
+    return cpu, run_cpus
 
 
 def main() -> None:
@@ -249,12 +287,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         env = child_env(tmp / "pycache")
-        root, tiny = tmp / "mirror", tmp / "tiny"
+        root = tmp / "mirror"
         mb = build_mirror(root, args.mb, args.file_mb)
-        build_mirror(tiny, 0.0005, 1)
-        run_cpu(tiny, tmp / "warm", CANDIDATE, env, "--in-process")  # fills the module cache
-        runs = measure_rows(root, tiny, tmp, env, max(1, args.repeat))
-        cpu = {row: min(values) for row, values in runs.items()}
+        files = len(list(root.rglob("*.jsonl.zstd")))
+        small_mb = build_mirror(tmp / "shards", 0, 0, files=files, docs_per_file=SMALL_SHARD_DOCS)
+        build_mirror(tmp / "one", 0, 0, files=1, docs_per_file=SMALL_SHARD_DOCS)
+        corpora = Corpora(root, mb, files, tmp / "shards", small_mb, tmp / "one")
+        run_cpu(corpora.one, tmp / "warm", CANDIDATE, env, "--in-process")  # fills the module cache
+        runs, run_cpus = measure_rows(corpora, tmp, env, max(1, args.repeat))
+        per = {row: min(values) for row, values in runs.items()}
+        per_shard = {}
+        for row, repetitions in run_cpus.items():
+            per[row], per_shard[row] = per_mb_and_shard(repetitions, corpora)
+            runs[row] = [rep["out"] for rep in repetitions]  # the spread: of the whole corpus's runs
         memory = None
         if not args.skip_memory:
             memory = {}
@@ -263,15 +308,15 @@ def main() -> None:
                 build_mirror(single, size, size + 1)  # one file, one frame: one shard
                 memory[size] = measure_memory(single, 2, REFERENCE, CANDIDATE, 0.05)
     load_after = os.getloadavg()
-    print(f"corpus: {mb:.1f} MB of text in {args.file_mb:g} MB single-frame .jsonl.zstd files; "
+    print(f"corpus: {mb:.1f} MB of text in {files} single-frame .jsonl.zstd files of {args.file_mb:g} MB; "
           f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min); "
-          f"each row the least CPU of {max(1, args.repeat)} runs (spread: most / least)\n")
-    print("| path | CPU s per MB | MB/s per core | spread |\n|---|---|---|---|")
-    for row, seconds in cpu.items():
-        per_mb = seconds / mb
-        spread = max(runs[row]) / seconds if seconds else float("nan")
-        print(f"| {row} | {per_mb:.4f} | {1 / per_mb if per_mb else float('inf'):.1f} | {spread:.2f} |")
-    per = {row: seconds / mb for row, seconds in cpu.items()}
+          f"each row the least CPU of {max(1, args.repeat)} runs (spread: most / least); a `verify run` row "
+          f"is per MB beyond {files} shards of {SMALL_SHARD_DOCS} documents, its CPU per shard apart\n")
+    print("| path | CPU s per MB | MB/s per core | spread | CPU s per shard |\n|---|---|---|---|---|")
+    for row, per_mb in per.items():
+        spread = max(runs[row]) / min(runs[row]) if min(runs[row]) else float("nan")
+        shard = f"{per_shard[row]:.2f}" if row in per_shard else "-"
+        print(f"| {row} | {per_mb:.4f} | {1 / per_mb if per_mb else float('inf'):.1f} | {spread:.2f} | {shard} |")
     goals = [
         ("ledger re-run (in-process) / (read + candidate's own)", per["ledger-rerun"] / per["read+cand-own"], 1.3),
         ("ledger re-run (default, not --in-process) / (read + candidate's own)", per["ledger-rerun-iso"] / per["read+cand-own"], 1.3),

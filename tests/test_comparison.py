@@ -182,13 +182,14 @@ def test_a_batch_is_counted_in_bulk_only_when_every_candidate_equals_the_referen
 
 def test_a_candidate_answering_with_the_recorded_entry_is_verified_only_against_that_entry():
     """An isolated candidate's process that matched the ledger's digest answers with the
-    ``Recorded`` entry itself: verified in bulk where it is the reference's entry, verified
-    sample by sample where an equal entry stands there, and never verified where the reference
+    ``Recorded`` entry itself: verified in bulk where it is the reference's entry or an equal
+    one (an audited hit, where the reference's fresh ids stand instead: digest and length), and never verified where the reference
     turned out corrupt (nothing was compared)."""
     a, b = np.array([1, 2, 3], dtype=np.uint32), np.array([4, 5], dtype=np.uint32)
     entry = Recorded(ids_digest(b), 2)
     assert all_agree([[a, entry], [a.copy(), entry]])  # the entry itself: no look at ids
-    assert not all_agree([[a, entry], [a, Recorded(entry.digest, 2)]])  # another object: sample by sample
+    assert all_agree([[a, entry], [a, Recorded(entry.digest, 2)]])  # another object: its digest and length
+    assert not all_agree([[a, entry], [a, Recorded("f" * 32, 2)]]) and not all_agree([[a, entry], [a, b[:1]]])
     samples = [Sample.plain("s1", "abc"), Sample.plain("s2", "de")]
     sides = [Side("ref", lambda ids: None), Side("cand", lambda ids: None)]
     counts, findings = compare_batch(samples, [[a, entry], [a.copy(), entry]], sides)

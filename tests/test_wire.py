@@ -5,9 +5,12 @@ gets its own ``Recorded`` object back -- while every id that differs still cross
 import numpy as np
 import pytest
 
-from verify.executors.wire import MATCHED, pack_expected, pack_outcomes, unpack_outcomes
+from verify.engines.base import checked_flat
+from verify.executors.engine_calls import encode_outcomes
+from verify.executors.wire import MATCHED, pack_expected, pack_outcomes, unpack_expected, unpack_outcomes
 from verify.keys import ids_digest
 from verify.outcome import SKIPPED, Failure, Recorded
+from verify.sample import Sample
 
 
 def test_ids_failures_and_skips_come_back_exactly_in_order():
@@ -18,7 +21,26 @@ def test_ids_failures_and_skips_come_back_exactly_in_order():
         [[5, 6], outcomes[1], [], SKIPPED, [2**32 - 1]]
 
 
-def test_only_ids_with_the_expected_digest_and_length_stay_behind():
+class Fixed:
+    """An engine that answers each sample ``i`` (its id) with ``ids[i]``; ``flat``: through a flat
+    batch entry point (one buffer and its offsets), as gigatoken's adapter does."""
+
+    def __init__(self, ids, flat: bool):
+        self.ids = ids
+        if flat:
+            self.encode_batch_flat = self._flat
+
+    def encode_batch(self, samples):
+        return [self.ids[int(s.id)] for s in samples]
+
+    def _flat(self, samples):
+        pieces = self.encode_batch(samples)
+        bounds = np.concatenate(([0], np.cumsum([p.size for p in pieces]))).tolist()
+        return checked_flat(np.concatenate(pieces), bounds, len(pieces))
+
+
+@pytest.mark.parametrize("flat", [False, True], ids=["arrays", "flat-buffer"])
+def test_only_ids_with_the_expected_digest_and_length_stay_behind(flat):
     rng = np.random.default_rng()
     ids = [rng.integers(0, 2**32, size=int(rng.integers(0, 50)), dtype=np.uint32) for _ in range(6)]
     other = ids[3].copy()
@@ -26,7 +48,10 @@ def test_only_ids_with_the_expected_digest_and_length_stay_behind():
         other[rng.integers(0, other.size)] ^= 1  # one id changed: same length, another digest
     expected = [Recorded(ids_digest(ids[0]), ids[0].size), None, Recorded(ids_digest(ids[2]), ids[2].size + 1),
                 Recorded(ids_digest(other), other.size), Recorded(ids_digest(ids[4]), ids[4].size), None]
-    lengths, buffer, others = reply = pack_outcomes(ids, pack_expected(expected))
+    samples = [Sample.plain(str(i), "x") for i in range(6)]
+    # in the engine's process: the engine's ids checked against what the caller sent
+    outcomes = encode_outcomes(Fixed(ids, flat), samples, expected=unpack_expected(pack_expected(expected)))
+    lengths, buffer, others = reply = pack_outcomes(outcomes)
     matched = [i for i, n in enumerate(lengths.tolist()) if n == MATCHED]
     assert matched == ([0, 3, 4] if not ids[3].size else [0, 4])  # an empty array has one digest
     assert buffer.size == sum(ids[i].size for i in range(6) if i not in matched)
@@ -39,6 +64,8 @@ def test_only_ids_with_the_expected_digest_and_length_stay_behind():
 
 
 def test_a_matched_answer_nothing_was_expected_of_is_refused():
-    reply = pack_outcomes([np.array([1], dtype=np.uint32)], [(ids_digest(np.array([1], dtype=np.uint32)), 1)])
+    one = np.array([1], dtype=np.uint32)
+    reply = pack_outcomes(encode_outcomes(Fixed([one], flat=True), [Sample.plain("0", "x")],
+                                          expected=[Recorded(ids_digest(one), 1)]))
     with pytest.raises(ValueError, match="nothing was expected"):
         unpack_outcomes(reply)

@@ -38,6 +38,11 @@ def input_key(segments: Iterable[Any]) -> str:
 
 def input_digest(segments: Iterable[Any]) -> bytes:
     """``input_key`` as its 16 bytes (what the ledger stores), without going through hex."""
+    if type(segments) is tuple and len(segments) == 1:  # a corpus record: one segment, hashed in one call
+        (seg,) = segments
+        text, allow = (seg.text, seg.allow_special) if hasattr(seg, "text") else (seg[0], seg[1])
+        data = text.encode("utf-8")
+        return xxhash.xxh3_128_digest(b"".join((_FLAG[bool(allow)], len(data).to_bytes(8, "little"), data)))
     h = xxhash.xxh3_128()
     for seg in segments:
         text, allow = (seg.text, seg.allow_special) if hasattr(seg, "text") else (seg[0], seg[1])
@@ -63,6 +68,16 @@ def ids_digest(ids: np.ndarray) -> str:
     if arr.dtype != _LE_U32 or not arr.flags.c_contiguous:
         arr = np.ascontiguousarray(arr, dtype=_LE_U32)
     return xxhash.xxh3_128_hexdigest(arr.data)
+
+
+def ids_digests(flat: np.ndarray, spans: Iterable[tuple[int, int]]) -> list[str]:
+    """``ids_digest`` of each piece ``flat[start:stop]`` of one batch's buffer of ids, hashed
+    where they lie (one slice of the buffer's bytes per piece, no array per piece)."""
+    arr = np.asarray(flat)
+    if arr.dtype != _LE_U32 or not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr, dtype=_LE_U32)
+    data, hexdigest = memoryview(arr).cast("B"), xxhash.xxh3_128_hexdigest
+    return [hexdigest(data[4 * a:4 * b]) for a, b in spans]
 
 
 def ids_sha256(ids: Iterable[int] | np.ndarray) -> str:

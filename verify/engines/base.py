@@ -159,9 +159,9 @@ def as_token_array(ids: Any) -> np.ndarray:
     return arr.astype(TOKEN_DTYPE, copy=False)
 
 
-def split_flat(ids: Any, offsets: Any, count: int) -> list[np.ndarray]:
+def checked_flat(ids: Any, offsets: Any, count: int) -> tuple[np.ndarray, list[int]]:
     """A library's flat batch result -- one buffer of every text's ids and ``count + 1``
-    offsets into it -- as one uint32 *view* per text: no per-text list, no copy. Raises
+    offsets into it -- checked: the buffer as uint32 and the offsets as ints. Raises
     ValueError for offsets that do not cut the buffer into exactly ``count`` pieces."""
     flat = as_token_array(ids)
     cuts = np.asarray(offsets)
@@ -170,7 +170,12 @@ def split_flat(ids: Any, offsets: Any, count: int) -> list[np.ndarray]:
     if cuts[0] != 0 or cuts[-1] != flat.size or bool(np.any(cuts[1:] < cuts[:-1])):
         raise ValueError(f"engine's flat batch offsets do not cut its {flat.size} ids in order "
                          f"(first {int(cuts[0])}, last {int(cuts[-1])})")
-    bounds = cuts.tolist()
+    return flat, cuts.tolist()
+
+
+def split_flat(ids: Any, offsets: Any, count: int) -> list[np.ndarray]:
+    """``checked_flat``'s buffer as one uint32 *view* per text: no per-text list, no copy."""
+    flat, bounds = checked_flat(ids, offsets, count)
     return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]  # slicing: np.split costs 2 µs per piece
 
 
@@ -347,6 +352,26 @@ class Adapter:
         return out
 
     # --- provided ---------------------------------------------------------
+    def encode_batch_flat(self, samples: Sequence[Sample]) -> tuple[np.ndarray, list[int]] | None:
+        """The batch as the library's one buffer of ids and its ``len(samples) + 1`` offsets
+        (``checked_flat``), where ``encode_batch`` would make exactly that call: the flat batch
+        entry point in effect and every sample one segment with one ``allow_special``. None
+        otherwise (the caller then calls ``encode_batch``). The ledger's check of a candidate's
+        ids against the recorded digests reads the buffer where it lies."""
+        routed_here = type(self).encode_batch is Adapter.encode_batch and type(self).encode_texts is Adapter.encode_texts
+        if not (routed_here and self.flat_batch and self.route == "batch") or not samples \
+                or self.entry == "segments" or (self.entry is None and self.capabilities.segments):
+            return None  # (an adapter that routes its own calls is asked through them)
+        first = samples[0].segments
+        flag = bool(first[0].allow_special) if len(first) == 1 else None
+        if flag is None or not all(len(s.segments) == 1 and bool(s.segments[0].allow_special) == flag
+                                   for s in samples):
+            return None
+        texts = [s.segments[0].text for s in samples]
+        ids, offsets = self.encode_many_flat(texts, flag)
+        self.ran("batch", 1, len(texts))
+        return checked_flat(ids, offsets, len(texts))
+
     def encode_batch(self, samples: Sequence[Sample]) -> list[np.ndarray]:
         # Without ?entry=, as adapters always did: an engine with native segments gets each
         # sample alone (several segments through encode_segments). ?entry=NAME drives NAME alone.

@@ -42,7 +42,8 @@ from verify.executors.fresh import FreshReplayers
 from verify.executors.lifeline import Lifeline, kill_tree, process_gone
 from verify.executors.loading import DEFAULT_LOAD_TIMEOUT_S, UNSTARTED, did_not_start, unstarted_identity
 from verify.executors.threads import pin_threads
-from verify.executors.wire import pack_expected, pack_outcomes, pack_samples, unpack_outcomes, unpack_samples
+from verify.executors.wire import (pack_expected, pack_outcomes, pack_samples, unpack_expected, unpack_outcomes,
+                                   unpack_samples)
 from verify.outcome import Failure, Outcome, Recorded
 from verify.sample import Sample
 
@@ -73,7 +74,7 @@ def _worker_main(conn, spec: str, stderr_path: str, memory_limit_mb: int | None,
     except BaseException as exc:  # report why the engine could not load, then exit
         conn.send(("load-failed", type(exc).__name__, str(exc), isinstance(exc, VerifyError)))
         return
-    calls = {"encode": lambda p: pack_outcomes(executor.encode_runnable(unpack_samples(p[0])), p[1]),
+    calls = {"encode": lambda p: pack_outcomes(executor.encode_runnable(unpack_samples(p[0]), unpack_expected(p[1]))),
              "encode_concurrent": lambda p: executor._encode_concurrent(*p), "token_bytes": executor.token_bytes,
              "open_session": lambda p: executor.open_session(*p), "session_state": executor.session_state,
              "session_append": lambda p: executor.session_append(*p), "close_session": executor.close_session,

@@ -15,11 +15,13 @@ from verify.executors.base import ExecutorBase
 from verify.executors.call_deadline import ends_process_after
 from verify.executors.engine_calls import _NOT_OURS, encode_outcomes, failure_from
 from verify.executors.fresh import FreshReplayers
-from verify.outcome import Failure, Outcome
+from verify.outcome import Failure, Outcome, Recorded
 from verify.sample import Sample
 
 
 class LocalExecutor(ExecutorBase):
+    checks_expected = True  # matching ids are answered with the ledger's entry (no array, no second digest)
+
     def __init__(self, engine: Engine, call_deadline_s: float | None = None):
         self.engine = engine
         self.spec = engine.spec
@@ -31,6 +33,7 @@ class LocalExecutor(ExecutorBase):
         self._fresh = FreshReplayers(engine.spec, call_deadline_s)
         self.timeout_s = None  # a hang here is not a finding of this executor (at most, its process ends)
         self._pending: list[Sample] = []
+        self._expected: list[Recorded | None] | None = None
         self._sessions: dict[str, object] = {}
         self.batch_fallbacks = 0  # batch calls that raised although every sample alone encoded
         self._first_fallback = ""
@@ -40,17 +43,19 @@ class LocalExecutor(ExecutorBase):
         if not self._first_fallback:
             self._first_fallback = f"{type(exc).__name__}: {exc}"[:500]
 
-    def encode_runnable(self, samples: Sequence[Sample]) -> list[Outcome]:
-        """The engine on samples it can handle (the isolated worker calls this too)."""
+    def encode_runnable(self, samples: Sequence[Sample], expected: Sequence[Recorded | None] | None = None
+                        ) -> list[Outcome]:
+        """The engine on samples it can handle (the isolated worker calls this too); where the
+        ids match ``expected[i]``, the outcome is that ``Recorded`` (``encode_outcomes``)."""
         with ends_process_after(self._deadline_s):
-            return encode_outcomes(self.engine, samples, self._fell_back)
+            return encode_outcomes(self.engine, samples, self._fell_back, expected)
 
-    def _submit(self, samples: list[Sample]) -> None:
-        self._pending = samples
+    def _submit(self, samples: list[Sample], expected: list[Recorded | None] | None = None) -> None:
+        self._pending, self._expected = samples, expected
 
     def _collect(self) -> list[Outcome]:
-        samples, self._pending = self._pending, []
-        return self.encode_runnable(samples)
+        samples, expected, self._pending, self._expected = self._pending, self._expected, [], None
+        return self.encode_runnable(samples, expected)
 
     def _encode_concurrent(self, samples: list[Sample], threads: int) -> list[list[Outcome]]:
         with ThreadPoolExecutor(max_workers=threads) as pool:

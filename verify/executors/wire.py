@@ -21,7 +21,6 @@ from typing import Sequence
 import numpy as np
 
 from verify.engines.base import TOKEN_DTYPE
-from verify.keys import ids_digest
 from verify.outcome import Outcome, Recorded, is_ids
 from verify.sample import Sample, Segment
 
@@ -51,19 +50,22 @@ def pack_expected(expected: Sequence[Recorded | None]) -> list[tuple[str, int] |
     return [None if e is None else (e.digest, e.length) for e in expected]
 
 
-def pack_outcomes(outcomes: Sequence[Outcome], expected: Sequence[tuple[str, int] | None] | None = None) -> tuple:
+def unpack_expected(packed: Sequence[tuple[str, int] | None] | None) -> list[Recorded | None] | None:
+    """``pack_expected``'s digests and lengths as ``Recorded`` again, in the engine's process."""
+    return None if packed is None else [None if e is None else Recorded(e[0], e[1]) for e in packed]
+
+
+def pack_outcomes(outcomes: Sequence[Outcome]) -> tuple:
     """``(lengths, buffer, others)``: the ids of every outcome that is ids, concatenated;
     ``lengths[i]`` is -1 where outcome ``i`` is a failure or a skip (kept in ``others``), and
-    ``MATCHED`` where ``expected[i]`` (digest, length) is given and the ids have exactly that
-    digest and length: those ids are not sent, the caller holds what they are."""
+    ``MATCHED`` where it is a ``Recorded``: the engine's ids had exactly the digest and length
+    expected of them (``encode_outcomes``), so they are not sent, the caller holds what they are."""
     lengths = np.full(len(outcomes), -1, dtype=np.int64)
     arrays, others = [], {}
     for i, outcome in enumerate(outcomes):
-        if is_ids(outcome):
-            want = expected[i] if expected is not None else None
-            if want is not None and outcome.size == want[1] and ids_digest(outcome) == want[0]:
-                lengths[i] = MATCHED
-                continue
+        if isinstance(outcome, Recorded):
+            lengths[i] = MATCHED
+        elif is_ids(outcome):
             arrays.append(outcome)
             lengths[i] = outcome.size
         else:

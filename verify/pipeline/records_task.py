@@ -7,6 +7,7 @@ itself, so it runs the same in this process, in a worker process, or in a Ray ac
 from __future__ import annotations
 
 import time
+from operator import is_
 from typing import TYPE_CHECKING, Sequence
 
 from verify.batches import batched, encode_all
@@ -72,6 +73,8 @@ def _stand_in(ref_out: list, cand_outs: list[list]) -> list[int]:
     computed once, here (or in its own process, which then answers with the entry itself), and
     the comparison compares arrays. Returns the positions where some candidate's ids do not
     match the entry (the reference encodes those again)."""
+    if all(all(map(is_, out, ref_out)) for out in cand_outs):
+        return []  # the common batch: every candidate's process answered every entry as matched
     recheck = []
     for i, entry in enumerate(ref_out):
         if not isinstance(entry, Recorded):
