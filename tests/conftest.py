@@ -7,11 +7,30 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _share_compiled_modules() -> None:
+    """Where ``PYTHONDONTWRITEBYTECODE`` is set (as on this project's machines), every process the
+    suite starts -- thousands of CLI runs, shard workers and isolated engines -- compiles the
+    package from source again: a few tenths of a second of CPU each, several minutes of the
+    suite. Compiled modules go to one cache outside the checkout instead (``PYTHONPYCACHEPREFIX``,
+    checked against each source's time and size as always), which every process reads; a child
+    started with ``-B`` (multiprocessing passes the flag on) reads it too. The tree stays clean."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = str(Path(tempfile.gettempdir()) / f"verify-tests-pycache-{os.getuid()}")
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = cache
+    sys.pycache_prefix, sys.dont_write_bytecode = cache, False
+
+
+_share_compiled_modules()
 
 TRAINING_TEXT = [
     "the quick tokenizer splits words, numbers 12345 and symbols!",

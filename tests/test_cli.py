@@ -2,10 +2,12 @@
 
 import gzip
 import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import run_cli
+from conftest import REPO, run_cli
 
 PLUGIN = '''
 from tokenizers import Tokenizer
@@ -172,3 +174,25 @@ def test_vocab_list_shows_hashes_and_sources():
     assert proc.returncode == 0
     assert "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7" in proc.stdout
     assert "litellm" in proc.stdout and "mistral-common" in proc.stdout
+
+
+def test_a_command_imports_its_own_module_and_parses_as_the_whole_parser_does():
+    """`verify run` builds its own parser in full and the others' by name: it never imports the
+    fuzzer's hypothesis or the gate (a start-up every command pays), and what it accepts and
+    refuses is what the whole parser accepts and refuses."""
+    probe = ("import sys\nfrom verify.cli import build_parser\n"
+             "args = build_parser('run').parse_args(['run', '--corpus', 'smoke', '--limit', '3'])\n"
+             "print(args.command, args.limit, 'hypothesis' in sys.modules, 'verify.commands.gate' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    assert proc.stdout.split() == ["run", "3", "False", "False"]
+    from verify.cli import build_parser
+    from verify.errors import UsageError
+
+    whole, own = build_parser(), build_parser("run")
+    assert whole.parse_args(["run", "--limit", "3"]) == own.parse_args(["run", "--limit", "3"])
+    for parser in (whole, own):
+        with pytest.raises(UsageError, match="unrecognized arguments: --no-such"):
+            parser.parse_args(["run", "--no-such"])
+    help_text = subprocess.run([sys.executable, "-m", "verify.cli", "--help"], capture_output=True, text=True,
+                               cwd=REPO).stdout
+    assert all(name in help_text for name in ("run", "fuzz", "gate", "certify"))  # no command named: all of them

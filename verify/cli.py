@@ -26,12 +26,18 @@ from verify.commands import COMMANDS, EXIT_HARNESS_BUG, EXIT_USAGE, SubParser
 from verify.errors import UsageError, VerifyError, one_line, storage_error
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; with ``command`` (the one the arguments name), that command's in
+    full and the others' names only, so a command imports its own module and not every other's
+    (hypothesis, the sweeps, the gate): a start-up that every run, worker-free or not, pays."""
     parser = SubParser(prog="verify", description="Differential verification of LLM tokenizers.")
     parser.add_argument("--version", action="version", version=f"verify {__version__}")
     sub = parser.add_subparsers(dest="command", parser_class=SubParser, required=True)
     for name in COMMANDS:
-        _module(name).add_parser(sub)
+        if command is None or name == command:
+            _module(name).add_parser(sub)
+        else:
+            sub.add_parser(name)  # named, so that the choices are the same; never what parses here
     return parser
 
 
@@ -73,7 +79,7 @@ def _main(argv: list[str] | None) -> int:
     try:
         argv = list(sys.argv[1:] if argv is None else argv)
         check_decodable(argv)
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv[0] if argv and argv[0] in COMMANDS else None).parse_args(argv)
         check_finite(args)
         args.argv = argv  # recorded in manifests as the command that ran
         return _module(args.command).run(args)
