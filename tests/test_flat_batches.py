@@ -83,12 +83,12 @@ def test_expected_entries_are_answered_exactly_where_the_ids_have_them():
     flat = encode_outcomes(Flat(wrong), samples, expected=expected)
     arrays = encode_outcomes(Flat(wrong), samples)
     for i, (got, ids) in enumerate(zip(flat, arrays)):
-        right = i not in missing and i not in corrupt and texts[i] not in wrong
-        if right or (texts[i] == "" and i not in missing and i not in corrupt):
+        if i not in missing and i not in corrupt and texts[i] not in wrong:
             assert got is expected[i]
         else:
             assert isinstance(got, np.ndarray) and got.tolist() == ids.tolist()
-    assert encode_outcomes(Flat(wrong), samples, expected=[None] * len(samples))[0] is not None
+    nothing = encode_outcomes(Flat(wrong), samples, expected=[None] * len(samples))  # no entry: every id array
+    assert [o.tolist() for o in nothing] == [ids.tolist() for ids in arrays]
 
 
 def test_a_flat_batch_call_that_raises_is_retried_one_sample_at_a_time():
@@ -98,9 +98,14 @@ def test_a_flat_batch_call_that_raises_is_retried_one_sample_at_a_time():
     assert out[0] is not None and isinstance(out[0], Recorded) and isinstance(out[2], Recorded)
     assert isinstance(out[1], Recorded)  # alone, it answers: the batch call was the failure
     assert engine.calls[0] == 3 and engine.calls[1:] == [1, 1, 1]
-    broken = Flat(raises="boom")
-    broken.encode_many_flat = lambda texts, flag: (_ for _ in ()).throw(RuntimeError("always"))
-    out = encode_outcomes(broken, samples[:1], expected=entries_for(["ab"]))
+    out = encode_outcomes(Flat(raises="ab"), samples[:1] * 2, expected=entries_for(["ab"]) * 2)
+    assert all(isinstance(o, Recorded) for o in out)  # alone it answers: a raising batch is no mismatch
+
+    class Always(Flat):
+        def encode_many_flat(self, texts, allow_special):
+            raise RuntimeError("always")
+
+    out = encode_outcomes(Always(), samples[:1], expected=entries_for(["ab"]))
     assert isinstance(out[0], Failure) and out[0].type == "RuntimeError"
 
 

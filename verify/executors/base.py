@@ -79,7 +79,7 @@ class ExecutorBase:
     capabilities: Capabilities
     restarts: int = 0
     timeout_s: float | None = None
-    checks_expected = False  # whether _submit takes ``expected`` (its engine's process checks digests)
+    checks_expected = False  # whether _submit takes ``expected`` (where the ids are made, digests are checked)
     _call_log: CallLog | None = None
 
     @property
@@ -95,10 +95,11 @@ class ExecutorBase:
 
     def submit(self, samples: Sequence[Sample], expected: Sequence[Recorded | None] | None = None) -> None:
         """``expected[i]``, where given, is what the caller already holds for ``samples[i]`` (the
-        ledger's ``Recorded`` digest of the reference's ids). An executor whose engine runs in
-        another process (``checks_expected``) has that process compare its ids with it and answers
-        with the very ``Recorded`` object where digest and length match, so matching ids never
-        cross back; every other outcome, and every outcome of the other executors, is as without it."""
+        ledger's ``Recorded`` digest of the reference's ids). An executor that ``checks_expected``
+        (in-process and isolated ones: ``engine_calls.encode_outcomes``) compares its engine's ids
+        with it where they are made and answers with the very ``Recorded`` object where digest and
+        length match, so matching ids are neither hashed again nor sent back; every other outcome,
+        and every outcome of the other executors, is as without it."""
         samples = list(samples)
         self._size = len(samples)
         if self.capabilities.special_tokens:  # the common case: every sample runs, no index lists
