@@ -125,6 +125,14 @@ def _fixed_bytes(column) -> bytes:
     return column.buffers()[1].slice(column.offset * 16, len(column) * 16).to_pybytes()
 
 
+def _lengths(column) -> np.ndarray:
+    """A ``uint32`` column's values (no nulls: the schema is checked) read from its buffer as int64.
+    Not ``np.asarray`` or ``to_numpy``: those import pandas, 0.3-1 s of start-up in every worker."""
+    if not len(column):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(column.buffers()[1], dtype="<u4", count=len(column), offset=column.offset * 4).astype(np.int64)
+
+
 class PartitionEntries:
     """A partition's entries as arrays: the input keys sorted (``S16`` compares as 16 raw bytes),
     each with the row of its digest and length, the last row winning where an input repeats (later
@@ -304,7 +312,7 @@ class Ledger:
             for column, into in zip(COLUMNS, (keys, digests, lengths)):
                 into.append(table.column(column).combine_chunks())
         return PartitionEntries(b"".join(_fixed_bytes(k) for k in keys), b"".join(_fixed_bytes(d) for d in digests),
-                                np.concatenate([np.asarray(n, dtype=np.int64) for n in lengths]) if lengths
+                                np.concatenate([_lengths(n) for n in lengths]) if lengths
                                 else np.zeros(0, dtype=np.int64))
 
     def append(self, partition: str, entries: Iterable[Entry]) -> int:
