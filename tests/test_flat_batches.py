@@ -17,7 +17,8 @@ from verify.keys import ids_digest
 from verify.outcome import Failure, Recorded
 from verify.sample import Sample, Segment
 
-TEXTS = ["", "hello world", "naïve café — 日本語のテキスト", "  \n\t x", "1234567890" * 50, "🙂" * 7, "a" * 3000]
+TEXTS = ["", "hello world", "naïve café — 日本語のテキスト", "  \n\t x", "1234567890" * 50, "🙂" * 7,
+         "a" * 3000]
 
 
 class Flat(Adapter):

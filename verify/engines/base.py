@@ -358,7 +358,8 @@ class Adapter:
         entry point in effect and every sample one segment with one ``allow_special``. None
         otherwise (the caller then calls ``encode_batch``). The ledger's check of a candidate's
         ids against the recorded digests reads the buffer where it lies."""
-        routed_here = type(self).encode_batch is Adapter.encode_batch and type(self).encode_texts is Adapter.encode_texts
+        cls = type(self)
+        routed_here = cls.encode_batch is Adapter.encode_batch and cls.encode_texts is Adapter.encode_texts
         if not (routed_here and self.flat_batch and self.route == "batch") or not samples \
                 or self.entry == "segments" or (self.entry is None and self.capabilities.segments):
             return None  # (an adapter that routes its own calls is asked through them)
